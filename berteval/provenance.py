@@ -1,0 +1,56 @@
+"""Where a number came from: library versions, the git commit, the machine.
+
+Written into every record so a reader can tell which code, which libraries and which
+hardware produced it, and rerun it.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import platform
+import subprocess
+from pathlib import Path
+
+import torch
+
+from . import __version__
+
+_PACKAGES = ("torch", "transformers", "datasets", "scikit-learn", "numpy")
+
+
+@functools.lru_cache(maxsize=1)
+def versions() -> dict[str, str]:
+    out = {"python": platform.python_version(), "berteval": __version__}
+    for name in _PACKAGES:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+def git_commit() -> str:
+    """HEAD of the checkout berteval runs from, '+dirty' when the tree has edits; 'unknown' outside git."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
+                              timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "berteval"],
+                               cwd=root, capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return head + ("+dirty" if dirty else "")
+
+
+@functools.lru_cache(maxsize=1)
+def device() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"cpu: {cpu}, {torch.get_num_threads()} threads"

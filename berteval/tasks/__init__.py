@@ -1,0 +1,19 @@
+"""The task registry: one entry per task, read by the CLI, the runner and `ls`."""
+
+from __future__ import annotations
+
+from ..errors import BertevalError
+from . import sst2
+from .base import Split, TaskData, TaskSpec
+
+TASKS: dict[str, TaskSpec] = {t.name: t for t in (sst2.TASK,)}
+
+
+def get(name: str) -> TaskSpec:
+    try:
+        return TASKS[name]
+    except KeyError:
+        raise BertevalError(f"unknown task {name!r}; choose from {', '.join(TASKS)}") from None
+
+
+__all__ = ["TASKS", "Split", "TaskData", "TaskSpec", "get"]

@@ -1,0 +1,64 @@
+"""What a task is: a frozen metadata record plus the code that loads its examples.
+
+Records carry `task_version`; change how a task is scored or which data it reads and
+bump `version`, so older records keep the meaning they were written with.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+
+@dataclass
+class Split:
+    name: str
+    texts: list  # str, or (str, str) pairs
+    labels: list[int]
+    ids: list[str] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+
+@dataclass
+class TaskData:
+    train: Split
+    eval: Split
+    source: str  # where the examples came from, for the record's config
+    data_sha256: str  # content checksum of train + eval as used
+
+    @staticmethod
+    def checksum(*splits: Split) -> str:
+        """sha256 over the examples' content, so a hub copy and a local copy of the same
+        data agree and any edit to the data changes it."""
+        digest = hashlib.sha256()
+        for split in splits:
+            digest.update(f"#{split.name}\n".encode())
+            for text, label in zip(split.texts, split.labels):
+                parts = text if isinstance(text, tuple) else (text,)
+                digest.update(("\t".join(parts) + f"\t{label}\n").encode())
+        return digest.hexdigest()
+
+
+def split_checksum(split: Split) -> str:
+    return TaskData.checksum(split)
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    name: str
+    version: str
+    description: str
+    hub_source: str  # hub dataset id (and config) used when no data dir is given
+    local_layout: str  # files expected under the data dir
+    train_split: str
+    eval_split: str
+    main_metric: str
+    greater_is_better: bool
+    uses_pooling: bool
+    regimes: tuple[str, ...]
+    labels: tuple[str, ...]
+    load: Callable[[Path | None], TaskData]

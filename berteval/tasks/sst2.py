@@ -1,0 +1,75 @@
+"""GLUE SST-2: binary sentence sentiment (0 = negative, 1 = positive).
+
+Train on GLUE train (67,349 sentences), report on GLUE dev (872), read through
+`datasets` either from the hub (`nyu-mll/glue`, config `sst2`) or from a local folder
+with GLUE's own `train.tsv` and `dev.tsv` (header `sentence<TAB>label`, no quoting).
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from ..errors import BertevalError
+from .base import Split, TaskData, TaskSpec
+
+HUB_ID, HUB_CONFIG = "nyu-mll/glue", "sst2"
+FILES = {"train": "train.tsv", "validation": "dev.tsv"}
+
+
+def _local_folder(data_dir: Path) -> Path:
+    for folder in (data_dir / "sst2", data_dir):
+        if all((folder / f).is_file() for f in FILES.values()):
+            return folder
+    raise BertevalError(
+        f"no SST-2 data under {data_dir}: expected sst2/train.tsv and sst2/dev.tsv (GLUE's files). "
+        f"Point --data-dir at the folder that holds sst2/, or omit it to read {HUB_ID} from the hub."
+    )
+
+
+def load(data_dir: Path | None) -> TaskData:
+    import datasets  # heavy; only tasks that load data pay for it
+
+    if data_dir is not None:
+        folder = _local_folder(Path(data_dir))
+        files = {split: str(folder / name) for split, name in FILES.items()}
+        # QUOTE_NONE: GLUE's TSV has bare quotes inside sentences; keep_default_na keeps
+        # sentences such as "null" as text.
+        ds = datasets.load_dataset(
+            "csv", data_files=files, delimiter="\t", quoting=csv.QUOTE_NONE, keep_default_na=False
+        )
+        source = f"local:{folder}"
+    else:
+        try:
+            ds = datasets.load_dataset(HUB_ID, HUB_CONFIG)
+        except Exception as exc:  # the hub client raises many types when offline
+            raise BertevalError(
+                f"cannot read {HUB_ID}/{HUB_CONFIG} from the hub ({exc.__class__.__name__}). Offline? "
+                f"Pass --data-dir with a folder holding sst2/train.tsv and sst2/dev.tsv, or set BERTEVAL_DATA."
+            ) from exc
+        source = f"hub:{HUB_ID}/{HUB_CONFIG}"
+    splits = []
+    for name in ("train", "validation"):
+        part = ds[name]
+        if set(part.unique("label")) - {0, 1}:
+            raise BertevalError(f"SST-2 {name} has labels other than 0/1; is this the GLUE file?")
+        splits.append(Split(name, list(part["sentence"]), [int(x) for x in part["label"]],
+                            [f"{name}-{i}" for i in range(len(part))]))
+    return TaskData(splits[0], splits[1], source, TaskData.checksum(*splits))
+
+
+TASK = TaskSpec(
+    name="sst2",
+    version="1",
+    description="GLUE SST-2 sentence sentiment: train on train (67,349), report accuracy on dev (872)",
+    hub_source=f"{HUB_ID} ({HUB_CONFIG})",
+    local_layout="sst2/train.tsv, sst2/dev.tsv",
+    train_split="train",
+    eval_split="validation",
+    main_metric="accuracy",
+    greater_is_better=True,
+    uses_pooling=True,
+    regimes=("probe",),
+    labels=("negative", "positive"),
+    load=load,
+)

@@ -1,0 +1,73 @@
+"""Records: round trip, validation, bad lines reported by number, atomic appends."""
+
+import json
+
+from berteval import records
+
+
+def make(**kw):
+    base = dict(
+        schema_version=records.SCHEMA_VERSION, run_id="abc", timestamp="2026-12-02T00:00:00+00:00",
+        model="m", model_revision="r", task="sst2", task_version="1", data_sha256="d", split="validation",
+        pooling="cls", regime="probe", layer=-1, seed=0, metrics={"accuracy": 0.8}, main_metric="accuracy",
+        n_train=10, n_eval=5, config={}, versions={"python": "3"}, git_commit="x", device="cpu", dtype="fp32",
+        wall_s=1.0,
+    )
+    base.update(kw)
+    return records.RunRecord(**base)
+
+
+def test_round_trip(tmp_path):
+    path = tmp_path / "r.jsonl"
+    a, b = make(run_id="a"), make(run_id="b", pooling="mean", paired_tests=[{"p_value": 0.5}])
+    records.append_record(path, a)
+    records.append_record(path, b)
+    got, problems = records.read_records([path])
+    assert problems == []
+    assert [r.run_id for r in got] == ["a", "b"]
+    assert got[1] == b
+
+
+def test_bad_lines_reported_with_line_numbers_rest_kept(tmp_path):
+    path = tmp_path / "r.jsonl"
+    good = make().to_json()
+    missing = json.loads(good)
+    del missing["seed"]
+    wrong_type = json.loads(good)
+    wrong_type["layer"] = "last"
+    bad_metric = json.loads(good)
+    bad_metric["main_metric"] = "f1"
+    path.write_text("\n".join([good, "{not json", json.dumps(missing), json.dumps(wrong_type),
+                               json.dumps(bad_metric), good]) + "\n")
+    got, problems = records.read_records([path])
+    assert len(got) == 2
+    by_line = {p.line: p.message for p in problems}
+    assert set(by_line) == {2, 3, 4, 5}
+    assert "not valid JSON" in by_line[2]
+    assert "missing field 'seed'" in by_line[3]
+    assert "'layer' should be int" in by_line[4]
+    assert "main_metric 'f1'" in by_line[5]
+    assert str(problems[0]).startswith(f"{path}:2:")
+
+
+def test_cut_off_last_line_is_reported_and_next_append_starts_clean(tmp_path):
+    path = tmp_path / "r.jsonl"
+    records.append_record(path, make(run_id="a"))
+    with open(path, "a") as fh:
+        fh.write(make(run_id="half").to_json()[:40])  # a write killed half way
+    got, problems = records.read_records([path])
+    assert [r.run_id for r in got] == ["a"] and problems[0].line == 2 and "unterminated" in problems[0].message
+    records.append_record(path, make(run_id="b"))
+    got, problems = records.read_records([path])
+    assert [r.run_id for r in got] == ["a", "b"]
+    assert len(problems) == 1 and problems[0].line == 2
+
+
+def test_missing_file_is_a_problem_not_a_crash(tmp_path):
+    got, problems = records.read_records([tmp_path / "none.jsonl"])
+    assert got == [] and "cannot read" in problems[0].message
+
+
+def test_run_id_is_stable_and_order_free():
+    assert records.run_id({"a": 1, "b": 2}) == records.run_id({"b": 2, "a": 1})
+    assert records.run_id({"a": 1}) != records.run_id({"a": 2})
