@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -146,7 +147,13 @@ def _cmd_summary(args) -> int:
     for r in recs:
         groups[(r.model, r.task, r.regime, r.pooling, r.layer, r.n_train, r.dtype, r.main_metric)].append(r)
     rows = []
-    for (model, task, regime, pool, layer, n_train, dtype, metric), rs in sorted(groups.items(), key=str):
+    from .pooling import POOLINGS
+
+    order = {name: i for i, name in enumerate(POOLINGS)}
+    # Registry order for poolings, then layers bottom-up with the last layer (-1) last.
+    sort_key = lambda kv: (kv[0][:3], order.get(kv[0][3], len(order)), kv[0][3],  # noqa: E731
+                           kv[0][4] if kv[0][4] >= 0 else float("inf"), kv[0][5:])
+    for (model, task, regime, pool, layer, n_train, dtype, metric), rs in sorted(groups.items(), key=sort_key):
         s = summarise(r.main_value for r in rs)
         rows.append((model, task, regime, pool, layer, metric, s, n_train, rs[0].n_eval, dtype))
     if args.markdown:
@@ -166,7 +173,19 @@ def _cmd_summary(args) -> int:
 COMMANDS = {"run": _cmd_run, "ls": _cmd_ls, "validate": _cmd_validate, "summary": _cmd_summary}
 
 
+def _glue_negative_lists(argv: list[str]) -> list[str]:
+    """argparse reads `--layers -1,-2,3` as an unknown option; join such values to their flag."""
+    out: list[str] = []
+    for arg in argv:
+        if out and out[-1] in ("--layers", "--seeds") and re.fullmatch(r"-\d+(,-?\d+)*", arg):
+            out[-1] = f"{out[-1]}={arg}"
+        else:
+            out.append(arg)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = _glue_negative_lists(list(sys.argv[1:] if argv is None else argv))
     args = _parser().parse_args(argv)
     # Quiet the libraries' own chatter: berteval reports what matters (e.g. missing heads) itself.
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")

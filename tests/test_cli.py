@@ -67,3 +67,11 @@ def test_help_has_examples(capsys):
     with pytest.raises(SystemExit):
         main(["run", "--help"])
     assert "python -m berteval run --task sst2" in capsys.readouterr().out
+
+
+def test_negative_layer_lists_parse(capsys, tiny_models, tiny_sst2, tmp_path):
+    code, out, err = run_cli(capsys, "run", "--task", "sst2", "--model", str(tiny_models["pretraining"]),
+                             "--pooling", "cls", "--layers", "-1,-2", "--seeds", "0", "--data-dir", str(tiny_sst2),
+                             "--out", str(tmp_path), "--no-progress")
+    assert code == 0, err
+    assert "cls@-1" in out and "cls@1" in out  # -2 on a 2-layer model is hidden state 1

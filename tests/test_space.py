@@ -1,0 +1,23 @@
+"""The Space metadata: README's front matter must mirror space.yaml."""
+
+import yaml
+
+from conftest import REPO
+
+
+def front_matter() -> dict:
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    assert text.startswith("---\n"), "README.md must open with the Space's YAML front matter"
+    return yaml.safe_load(text.split("---\n", 2)[1])
+
+
+def test_readme_front_matter_mirrors_space_yaml():
+    space = yaml.safe_load((REPO / "space.yaml").read_text(encoding="utf-8"))
+    assert front_matter() == space
+    assert space["sdk"] == "gradio" and space["app_file"] == "app.py"
+
+
+def test_ci_runs_the_readme_test_command():
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    assert "python -m pytest tests -q" in readme and "python -m pytest tests -q" in ci
