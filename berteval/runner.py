@@ -9,6 +9,7 @@ probe is fitted per cell, and each record is appended the moment it is done.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import shlex
 import sys
 import time
@@ -20,11 +21,13 @@ import numpy as np
 from . import features, models, pooling, probe, provenance, records, stats
 from .errors import BertevalError
 from .seeds import numpy_rng
-from .tasks import TaskData, TaskSpec
-from .tasks.base import Split, split_checksum
+from .tasks.base import Split, TaskData, TaskSpec, split_checksum
 
 REGIMES: dict[str, str] = {
-    "probe": "frozen encoder; a logistic-regression head per pooling and layer on cached vectors",
+    "probe": "frozen encoder; a head trained on its features (logistic regression per pooling and layer, "
+             "or a span head for QA)",
+    "finetune": "encoder and head trained together",
+    "pretrained": "the checkpoint's own trained head, scored as is with no training (refused where it has none)",
 }
 
 
@@ -79,7 +82,7 @@ def records_path(out: Path, task: str) -> Path:
     return Path(out) / f"{task}.jsonl"
 
 
-def _existing(path: Path, notes: list[str]) -> list[records.RunRecord]:
+def existing_records(path: Path, notes: list[str]) -> list[records.RunRecord]:
     if not path.exists():
         return []
     recs, problems = records.read_records([path])
@@ -87,7 +90,7 @@ def _existing(path: Path, notes: list[str]) -> list[records.RunRecord]:
     return recs
 
 
-def _paired_tests(rec: records.RunRecord, correct: np.ndarray, peers: list[records.RunRecord],
+def paired_tests(rec: records.RunRecord, correct: np.ndarray, peers: list[records.RunRecord],
                   out: Path, cache: dict) -> list[dict]:
     """McNemar against every earlier record of the same group, on the same dev examples."""
     tests = []
@@ -98,8 +101,6 @@ def _paired_tests(rec: records.RunRecord, correct: np.ndarray, peers: list[recor
             pf = out / peer.predictions_file
             if not pf.is_file():
                 continue
-            import json
-
             data = json.loads(pf.read_text())
             cache[peer.run_id] = np.asarray(data["pred"]) == np.asarray(data["label"])
         other = cache[peer.run_id]
@@ -111,10 +112,57 @@ def _paired_tests(rec: records.RunRecord, correct: np.ndarray, peers: list[recor
 
 
 def run(spec: RunSpec) -> RunReport:
+    """Dispatch: a task may bring its own runner per regime; pooled probes share the grid below."""
+    if spec.regime not in REGIMES:
+        raise BertevalError(f"unknown regime {spec.regime!r}; choose from {', '.join(REGIMES)}")
     if spec.regime not in spec.task.regimes:
         raise BertevalError(
             f"task {spec.task.name!r} has no regime {spec.regime!r}; it supports {', '.join(spec.task.regimes)}"
         )
+    custom = spec.task.regime_runners.get(spec.regime)
+    if custom is not None:
+        return custom(spec)
+    return run_probe_grid(spec)
+
+
+def new_record(spec: RunSpec, model: models.LoadedModel, *, run_id: str, data_sha256: str, split: str,
+               pooling: str, layer: int, seed: int, metrics: dict, n_train: int, n_eval: int,
+               config: dict, wall_s: float, predictions_file: str | None) -> records.RunRecord:
+    """A record with the provenance every runner shares (versions, commit, device, command)."""
+    command = " ".join(shlex.quote(a) for a in sys.argv) if sys.argv and sys.argv[0] else ""
+    return records.RunRecord(
+        schema_version=records.SCHEMA_VERSION,
+        run_id=run_id,
+        timestamp=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        model=model.model_id,
+        model_revision=model.revision,
+        task=spec.task.name,
+        task_version=spec.task.version,
+        data_sha256=data_sha256,
+        split=split,
+        pooling=pooling,
+        regime=spec.regime,
+        layer=layer,
+        seed=seed,
+        metrics=metrics,
+        main_metric=spec.task.main_metric,
+        n_train=n_train,
+        n_eval=n_eval,
+        config={"command": command, "model_source": model.source,
+                "pooler_provenance": model.heads.pooler_provenance, **config},
+        versions=provenance.versions(),
+        git_commit=provenance.git_commit(),
+        device=provenance.device(),
+        dtype=spec.dtype,
+        wall_s=round(wall_s, 3),
+        predictions_file=predictions_file,
+    )
+
+
+def run_probe_grid(spec: RunSpec) -> RunReport:
+    """Pooled probes: one encoding, then a logistic-regression head per (pooling, layer, seed)."""
+    if not spec.task.uses_pooling:
+        raise BertevalError(f"task {spec.task.name!r} does not read a pooled vector; it has no pooled probe")
     report = RunReport()
     model = models.load(spec.model, spec.revision)
     for name in spec.poolings:
@@ -139,7 +187,7 @@ def run(spec: RunSpec) -> RunReport:
 
     out = Path(spec.out)
     path = records_path(out, spec.task.name)
-    existing = _existing(path, report.notes)
+    existing = existing_records(path, report.notes)
     done = {r.run_id for r in existing}
     ident = lambda p, layer, seed: {  # noqa: E731  everything that defines a cell
         "schema": records.SCHEMA_VERSION, "model": model.model_id, "revision": model.revision,
@@ -166,7 +214,6 @@ def run(spec: RunSpec) -> RunReport:
         report.encode_wall_s += enc.wall_s
         report.encoded_examples += enc.encoded
 
-    command = " ".join(shlex.quote(a) for a in sys.argv) if sys.argv and sys.argv[0] else ""
     peers = list(existing)
     correct_cache: dict[str, np.ndarray] = {}
     y_eval = np.asarray(evals.labels)
@@ -184,28 +231,10 @@ def run(spec: RunSpec) -> RunReport:
         })
         (out / head_rel).parent.mkdir(parents=True, exist_ok=True)
         np.savez(out / head_rel, weight=res.head.weight.astype(np.float32), bias=res.head.bias.astype(np.float32))
-        rec = records.RunRecord(
-            schema_version=records.SCHEMA_VERSION,
-            run_id=rid,
-            timestamp=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-            model=model.model_id,
-            model_revision=model.revision,
-            task=spec.task.name,
-            task_version=spec.task.version,
-            data_sha256=data_sha,
-            split=evals.name,
-            pooling=p,
-            regime=spec.regime,
-            layer=layer,
-            seed=seed,
-            metrics={"accuracy": float(correct.mean())},
-            main_metric=spec.task.main_metric,
-            n_train=res.n_train,
-            n_eval=len(evals),
+        rec = new_record(
+            spec, model, run_id=rid, data_sha256=data_sha, split=evals.name, pooling=p, layer=layer, seed=seed,
+            metrics={"accuracy": float(correct.mean())}, n_train=res.n_train, n_eval=len(evals),
             config={
-                "command": command,
-                "model_source": model.source,
-                "pooler_provenance": model.heads.pooler_provenance,
                 "data_source": data.source,
                 "train_examples_available": len(train),
                 "limit_train": spec.limit_train,
@@ -217,15 +246,10 @@ def run(spec: RunSpec) -> RunReport:
                 "encode_wall_s": round(report.encode_wall_s, 3),
                 "head_file": head_rel,
             },
-            versions=provenance.versions(),
-            git_commit=provenance.git_commit(),
-            device=provenance.device(),
-            dtype=spec.dtype,
-            wall_s=round(wall, 3),
-            predictions_file=pred_rel,
+            wall_s=wall, predictions_file=pred_rel,
         )
         correct_cache[rid] = correct
-        rec.paired_tests = _paired_tests(rec, correct, peers, out, correct_cache)
+        rec.paired_tests = paired_tests(rec, correct, peers, out, correct_cache)
         records.append_record(path, rec)
         peers.append(rec)
         report.written.append(rec)

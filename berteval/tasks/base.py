@@ -62,3 +62,6 @@ class TaskSpec:
     regimes: tuple[str, ...]
     labels: tuple[str, ...]
     load: Callable[[Path | None], TaskData]
+    # Regimes this task runs with its own code (e.g. span QA, a pretrained NSP head), as
+    # regime -> function(RunSpec) -> RunReport. Regimes not listed use the pooled probe grid.
+    regime_runners: dict[str, Callable] = field(default_factory=dict)
