@@ -9,6 +9,7 @@ probe is fitted per cell, and each record is appended the moment it is done.
 from __future__ import annotations
 
 import datetime as dt
+import importlib
 import json
 import shlex
 import sys
@@ -120,8 +121,11 @@ def run(spec: RunSpec) -> RunReport:
             f"task {spec.task.name!r} has no regime {spec.regime!r}; it supports {', '.join(spec.task.regimes)}"
         )
     custom = spec.task.regime_runners.get(spec.regime)
-    if custom is not None:
+    if callable(custom):
         return custom(spec)
+    if custom is not None:
+        module, _, func = custom.partition(":")
+        return getattr(importlib.import_module(module), func)(spec)
     return run_probe_grid(spec)
 
 

@@ -63,5 +63,7 @@ class TaskSpec:
     labels: tuple[str, ...]
     load: Callable[[Path | None], TaskData]
     # Regimes this task runs with its own code (e.g. span QA, a pretrained NSP head), as
-    # regime -> function(RunSpec) -> RunReport. Regimes not listed use the pooled probe grid.
-    regime_runners: dict[str, Callable] = field(default_factory=dict)
+    # regime -> "module:function" taking a RunSpec and returning a RunReport. Named, not
+    # imported, so loading the registry never pulls in training code. Regimes not listed
+    # use the pooled probe grid.
+    regime_runners: dict[str, str] = field(default_factory=dict)
