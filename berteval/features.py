@@ -98,6 +98,24 @@ def _batches(lengths: np.ndarray, max_tokens: int, max_batch: int) -> list[np.nd
     return out
 
 
+def autocast(dtype: str):
+    """The compute-dtype context for a forward pass: bf16 autocast on CPU, or nothing for fp32."""
+    if dtype not in DTYPES:
+        raise BertevalError(f"unknown dtype {dtype!r}; choose from {', '.join(DTYPES)}")
+    return torch.autocast("cpu", dtype=DTYPES[dtype]) if dtype != "fp32" else contextlib.nullcontext()
+
+
+def padded_batches(model: LoadedModel, texts: list[Text], max_length: int, max_tokens: int = 4096,
+                   max_batch: int = 256):
+    """Tokenise once, then yield (indices into texts, padded batch of tensors), longest first."""
+    enc = _tokenise(model, texts, max_length)
+    lengths = np.array([len(ids) for ids in enc["input_ids"]])
+    keys = [k for k in enc.keys() if k in ("input_ids", "attention_mask", "token_type_ids")]
+    for idx in _batches(lengths, max_tokens, max_batch):
+        feats = [{k: enc[k][i] for k in keys} for i in idx]
+        yield idx, dict(model.tokenizer.pad(feats, return_tensors="pt"))
+
+
 @torch.inference_mode()
 def encode_batch(
     model: LoadedModel,
@@ -108,8 +126,7 @@ def encode_batch(
 ) -> dict[tuple[str, int], torch.Tensor]:
     """One forward pass over a padded batch -> {(pooling, layer): (B, H) float32}."""
     need_all = any(layer != -1 for layer in layers)
-    autocast = torch.autocast("cpu", dtype=DTYPES[dtype]) if dtype != "fp32" else contextlib.nullcontext()
-    with autocast:
+    with autocast(dtype):
         out = model.encoder(**batch, output_hidden_states=need_all)
         result = {}
         for layer in layers:
@@ -161,18 +178,12 @@ def encode(
         return EncodeResult(vectors, 0, 0.0, folder)
 
     t0 = time.perf_counter()
-    enc = _tokenise(model, texts, max_length)
-    lengths = np.array([len(ids) for ids in enc["input_ids"]])
     miss_poolings = list(dict.fromkeys(p for p, _ in missing))
     miss_layers = list(dict.fromkeys(layer for _, layer in missing))
     out = {k: np.zeros((len(texts), model.hidden_size), dtype=np.float32) for k in missing}
-    keys = [k for k in enc.keys() if k in ("input_ids", "attention_mask", "token_type_ids")]
-    batches = _batches(lengths, max_tokens, max_batch)
     bar = tqdm(total=len(texts), desc=desc, unit="ex", disable=not progress, leave=False)
-    for idx in batches:
-        feats = [{k: enc[k][i] for k in keys} for i in idx]
-        batch = model.tokenizer.pad(feats, return_tensors="pt")
-        pooled = encode_batch(model, dict(batch), miss_poolings, miss_layers, dtype)
+    for idx, batch in padded_batches(model, texts, max_length, max_tokens, max_batch):
+        pooled = encode_batch(model, batch, miss_poolings, miss_layers, dtype)
         for k in missing:
             out[k][idx] = pooled[k].numpy()
         bar.update(len(idx))

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from ..errors import BertevalError
-from . import sst2
+from . import nsp, sst2
 from .base import Split, TaskData, TaskSpec
 
-TASKS: dict[str, TaskSpec] = {t.name: t for t in (sst2.TASK,)}
+TASKS: dict[str, TaskSpec] = {t.name: t for t in (sst2.TASK, nsp.TASK)}
 
 
 def get(name: str) -> TaskSpec:

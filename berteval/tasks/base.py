@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from ..errors import BertevalError
+
 
 @dataclass
 class Split:
@@ -45,6 +47,25 @@ class TaskData:
 
 def split_checksum(split: Split) -> str:
     return TaskData.checksum(split)
+
+
+def local_folder(data_dir: Path, sub: str, files) -> Path | None:
+    """`<data dir>/<sub>` or the data dir itself, whichever holds every one of `files`."""
+    return next((f for f in (Path(data_dir) / sub, Path(data_dir)) if all((f / n).is_file() for n in files)), None)
+
+
+def hub_dataset(hub_id: str, config: str | None, local_files: str):
+    """A hub dataset through `datasets`, or an error that names the offline way (`local_files`)."""
+    import datasets  # heavy; only tasks that load data pay for it
+
+    name = f"{hub_id}/{config}" if config else hub_id
+    try:
+        return datasets.load_dataset(hub_id, config) if config else datasets.load_dataset(hub_id)
+    except Exception as exc:  # the hub client raises many types when offline
+        raise BertevalError(
+            f"cannot read {name} from the hub ({exc.__class__.__name__}). Offline? "
+            f"Pass --data-dir with a folder holding {local_files}, or set BERTEVAL_DATA."
+        ) from exc
 
 
 @dataclass(frozen=True)

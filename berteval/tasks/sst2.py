@@ -11,16 +11,16 @@ import csv
 from pathlib import Path
 
 from ..errors import BertevalError
-from .base import Split, TaskData, TaskSpec
+from .base import Split, TaskData, TaskSpec, hub_dataset, local_folder
 
 HUB_ID, HUB_CONFIG = "nyu-mll/glue", "sst2"
 FILES = {"train": "train.tsv", "validation": "dev.tsv"}
 
 
 def _local_folder(data_dir: Path) -> Path:
-    for folder in (data_dir / "sst2", data_dir):
-        if all((folder / f).is_file() for f in FILES.values()):
-            return folder
+    folder = local_folder(data_dir, "sst2", FILES.values())
+    if folder is not None:
+        return folder
     raise BertevalError(
         f"no SST-2 data under {data_dir}: expected sst2/train.tsv and sst2/dev.tsv (GLUE's files). "
         f"Point --data-dir at the folder that holds sst2/, or omit it to read {HUB_ID} from the hub."
@@ -40,13 +40,7 @@ def load(data_dir: Path | None) -> TaskData:
         )
         source = f"local:{folder}"
     else:
-        try:
-            ds = datasets.load_dataset(HUB_ID, HUB_CONFIG)
-        except Exception as exc:  # the hub client raises many types when offline
-            raise BertevalError(
-                f"cannot read {HUB_ID}/{HUB_CONFIG} from the hub ({exc.__class__.__name__}). Offline? "
-                f"Pass --data-dir with a folder holding sst2/train.tsv and sst2/dev.tsv, or set BERTEVAL_DATA."
-            ) from exc
+        ds = hub_dataset(HUB_ID, HUB_CONFIG, "sst2/train.tsv and sst2/dev.tsv")
         source = f"hub:{HUB_ID}/{HUB_CONFIG}"
     splits = []
     for name in ("train", "validation"):
