@@ -22,6 +22,8 @@ EXAMPLES = """examples:
       --data-dir ../shared/data --out leaderboard/results
   python -m berteval run --task sst2 --pooling cls,mean --layers -1,-2,3 --data-dir ../shared/data
   python -m berteval run --task sst2 --limit-train 2000 --seeds 0 --data-dir ../shared/data --out /tmp/r
+  python -m berteval run --task squad --model default --regime finetune --seeds 0 --data-dir ../shared/data \
+      --out leaderboard/results
   python -m berteval ls
   python -m berteval validate leaderboard/results/*.jsonl
   python -m berteval summary leaderboard/results/sst2.jsonl --markdown
@@ -56,7 +58,15 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--data-dir", default=None,
                    help="local data folder (holds sst2/, squad/); default $BERTEVAL_DATA, else the hub")
     r.add_argument("--out", default="leaderboard/results", help="folder for <task>.jsonl records (default %(default)s)")
-    r.add_argument("--max-length", type=int, default=128, help="tokens per input (default %(default)s)")
+    r.add_argument("--max-length", type=int, default=None,
+                   help="tokens per input or QA window (default: 128 for sentences, 384 for SQuAD windows)")
+    r.add_argument("--doc-stride", type=int, default=128, help="SQuAD: tokens shared by neighbouring windows")
+    r.add_argument("--n-best", type=int, default=20, help="SQuAD: answers kept per question")
+    r.add_argument("--max-answer-length", type=int, default=30, help="SQuAD: longest answer in tokens")
+    r.add_argument("--epochs", type=float, default=None, help="trained heads: epochs (default per regime)")
+    r.add_argument("--lr", type=float, default=None, help="trained heads: peak learning rate")
+    r.add_argument("--batch-size", type=int, default=None, help="trained heads: batch size")
+    r.add_argument("--limit-eval", type=int, default=None, help="SQuAD: score the first N dev questions only")
     r.add_argument("--dtype", default="fp32", choices=["fp32", "bf16"], help="encoder compute dtype")
     r.add_argument("--limit-train", type=int, default=None, help="use a fixed subset of N training examples")
     r.add_argument("--no-progress", action="store_true", help="hide progress bars")
@@ -91,7 +101,14 @@ def _cmd_run(args) -> int:
         max_length=args.max_length,
         dtype=args.dtype,
         limit_train=args.limit_train,
+        limit_eval=args.limit_eval,
         progress=not args.no_progress,
+        doc_stride=args.doc_stride,
+        n_best=args.n_best,
+        max_answer_length=args.max_answer_length,
+        epochs=args.epochs,
+        lr=args.lr,
+        batch_size=args.batch_size,
     )
     if spec.data_dir is None:
         print(f"no --data-dir or BERTEVAL_DATA: reading {task.hub_source} from the hub", file=sys.stderr)

@@ -228,3 +228,18 @@ def load(name: str = DEFAULT, revision: str | None = None) -> LoadedModel:
         heads=heads,
         nsp_model=model if heads.has_nsp_head else None,
     )
+
+
+def load_with_head(loaded: LoadedModel, auto_class) -> tuple[torch.nn.Module, list[str]]:
+    """The same checkpoint through a task Auto class (e.g. AutoModelForQuestionAnswering), with
+    the keys the checkpoint lacked: the caller decides whether a missing head is acceptable."""
+    kwargs = {"local_files_only": True}
+    if loaded.source == "hub":
+        kwargs = {"revision": None if loaded.revision == "unknown" else loaded.revision,
+                  "local_files_only": not _hub_reachable()}
+    try:
+        with _quiet_loader():
+            model, info = auto_class.from_pretrained(loaded.path, output_loading_info=True, **kwargs)
+    except OSError as exc:
+        raise BertevalError(f"cannot load {loaded.model_id!r} as {auto_class.__name__}: {exc}") from exc
+    return model, sorted(info.get("missing_keys", []))

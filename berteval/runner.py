@@ -32,6 +32,9 @@ REGIMES: dict[str, str] = {
 }
 
 
+PROBE_MAX_LENGTH = 128  # sentences and sentence pairs fit; SQuAD windows use their own default
+
+
 @dataclass
 class RunSpec:
     task: TaskSpec
@@ -43,10 +46,19 @@ class RunSpec:
     regime: str = "probe"
     data_dir: Path | None = None
     out: Path = Path("leaderboard/results")
-    max_length: int = 128
+    max_length: int | None = None  # tokens per input; None = the task's default (SST-2 128, SQuAD 384)
     dtype: str = "fp32"
     limit_train: int | None = None
+    limit_eval: int | None = None  # trained-head tasks only: the first N eval examples, for a quick look
     progress: bool = True
+    # span QA
+    doc_stride: int = 128
+    n_best: int = 20
+    max_answer_length: int = 30
+    # trained heads (None = the regime's default)
+    epochs: float | None = None
+    lr: float | None = None
+    batch_size: int | None = None
 
 
 @dataclass
@@ -168,6 +180,7 @@ def run_probe_grid(spec: RunSpec) -> RunReport:
     if not spec.task.uses_pooling:
         raise BertevalError(f"task {spec.task.name!r} does not read a pooled vector; it has no pooled probe")
     report = RunReport()
+    max_length = spec.max_length or PROBE_MAX_LENGTH
     model = models.load(spec.model, spec.revision)
     for name in spec.poolings:
         pooling.check_available(name, model.heads)
@@ -197,7 +210,7 @@ def run_probe_grid(spec: RunSpec) -> RunReport:
         "schema": records.SCHEMA_VERSION, "model": model.model_id, "revision": model.revision,
         "task": spec.task.name, "task_version": spec.task.version, "data": data_sha, "pooling": p,
         "regime": spec.regime, "layer": layer, "seed": seed, "n_train": len(train),
-        "max_length": spec.max_length, "dtype": spec.dtype, "c_grid": probe.C_GRID,
+        "max_length": max_length, "dtype": spec.dtype, "c_grid": probe.C_GRID,
         "heldout": [probe.HELDOUT_MAX, probe.HELDOUT_FRACTION],
     }
     todo = [(c, records.run_id(ident(*c))) for c in cells]
@@ -212,7 +225,7 @@ def run_probe_grid(spec: RunSpec) -> RunReport:
     for split in (train, evals):
         enc = features.encode(
             model, split.texts, data_sha256=split_checksum(split), poolings=need_p, layers=need_l,
-            max_length=spec.max_length, dtype=spec.dtype, progress=spec.progress, desc=f"encoding {split.name}",
+            max_length=max_length, dtype=spec.dtype, progress=spec.progress, desc=f"encoding {split.name}",
         )
         vecs[split.name] = enc.vectors
         report.encode_wall_s += enc.wall_s
@@ -242,7 +255,7 @@ def run_probe_grid(spec: RunSpec) -> RunReport:
                 "data_source": data.source,
                 "train_examples_available": len(train),
                 "limit_train": spec.limit_train,
-                "max_length": spec.max_length,
+                "max_length": max_length,
                 "probe": {"head": "standardise + logistic regression (scikit-learn, lbfgs)",
                           "c_grid": list(probe.C_GRID), "chosen_c": res.chosen_c,
                           "heldout_accuracy": {str(k): v for k, v in res.heldout_accuracy.items()},

@@ -1,0 +1,147 @@
+"""Span QA inference: a model with a start/end head over every token, run over windows
+and decoded into answers. Shared by `berteval run --task squad` and the app.
+
+Why two logits per token: an answer is a span of the context, so the head (one
+`Linear(hidden, 2)` over `last_hidden_state`, as in BertForQuestionAnswering) scores
+every token as a possible start and as a possible end, where classification reads a
+single pooled vector.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from . import models
+from .errors import BertevalError
+from .features import DTYPES
+from .qa_decode import Candidate, best_spans
+from .qa_features import Windows, make_windows
+
+ADAPTER_CONFIG = "berteval_qa.json"  # written beside a saved adapter: what it was trained from
+
+
+@dataclass
+class QAModel:
+    model: torch.nn.Module  # *ForQuestionAnswering: returns start_logits, end_logits
+    tokenizer: object
+    source: str  # what the head is: "pretrained QA head of ...", "LoRA fine-tuned ...", ...
+
+
+@dataclass
+class Answer:
+    nbest: list[Candidate]
+    tokens: list[str]  # tokens of the best answer's window, for showing the logits
+    start_logits: np.ndarray  # (T,) of that window
+    end_logits: np.ndarray  # (T,)
+    n_windows: int
+
+
+def head_model(loaded: models.LoadedModel, require_pretrained: bool = False) -> torch.nn.Module:
+    """The checkpoint as AutoModelForQuestionAnswering; refuse a random head where a trained one is required."""
+    from transformers import AutoModelForQuestionAnswering
+
+    model, missing = models.load_with_head(loaded, AutoModelForQuestionAnswering)
+    head_missing = [k for k in missing if "qa_outputs" in k]
+    if require_pretrained and head_missing:
+        raise BertevalError(
+            f"model {loaded.model_id!r} has no trained QA head (missing {', '.join(head_missing)}): transformers "
+            f"would attach a random one. Use --regime finetune or --regime probe, or a SQuAD checkpoint."
+        )
+    return model
+
+
+@torch.inference_mode()
+def window_logits(model: torch.nn.Module, tokenizer, windows: Windows, dtype: str = "fp32",
+                  max_tokens: int = 8192, progress: bool = False) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Start and end logits (each (T_w,) float32) for every window, length-sorted batches."""
+    from tqdm.auto import tqdm
+
+    model.eval()
+    lengths = np.array([len(f["input_ids"]) for f in windows.features])
+    order = np.argsort(-lengths, kind="stable")
+    starts: list[np.ndarray | None] = [None] * len(windows)
+    ends: list[np.ndarray | None] = [None] * len(windows)
+    autocast = torch.autocast("cpu", dtype=DTYPES[dtype]) if dtype != "fp32" else contextlib.nullcontext()
+    bar = tqdm(total=len(windows), desc="QA windows", unit="win", disable=not progress, leave=False)
+    i = 0
+    while i < len(order):
+        size = max(1, max_tokens // int(lengths[order[i]]))
+        idx = order[i : i + size]
+        batch = tokenizer.pad([windows.features[j] for j in idx], return_tensors="pt")
+        with autocast:
+            out = model(**batch)
+        s, e = out.start_logits.float().numpy(), out.end_logits.float().numpy()  # (B, T)
+        for row, j in enumerate(idx):
+            starts[j], ends[j] = s[row, : lengths[j]], e[row, : lengths[j]]
+        bar.update(len(idx))
+        i += size
+    bar.close()
+    return starts, ends
+
+
+def decode(windows: Windows, contexts: list[str], starts, ends, n_best: int = 20,
+           max_answer_length: int = 30) -> list[list[Candidate]]:
+    """n-best lists for every question from its windows' logits."""
+    by_example = windows.windows_of()
+    out = []
+    for ex, context in enumerate(contexts):
+        ws = by_example.get(ex, [])
+        out.append(best_spans([starts[w] for w in ws], [ends[w] for w in ws], [windows.offsets[w] for w in ws],
+                              context, n_best=n_best, max_answer_length=max_answer_length))
+    return out
+
+
+def answer(qa: QAModel, question: str, context: str, *, max_length: int = 384, doc_stride: int = 128,
+           n_best: int = 20, max_answer_length: int = 30, dtype: str = "fp32") -> Answer:
+    """One question: the n-best answers and the logits of the window the best one came from."""
+    windows = make_windows(qa.tokenizer, [question], [context], max_length=max_length, doc_stride=doc_stride)
+    starts, ends = window_logits(qa.model, qa.tokenizer, windows, dtype=dtype)
+    nbest = decode(windows, [context], starts, ends, n_best, max_answer_length)[0]
+    w = nbest[0].window if nbest else 0
+    tokens = qa.tokenizer.convert_ids_to_tokens(windows.features[w]["input_ids"])
+    return Answer(nbest, tokens, starts[w], ends[w], len(windows))
+
+
+def save_adapter(model: torch.nn.Module, folder: Path, info: dict) -> None:
+    """A peft adapter (LoRA weights + the span head) and what it was trained from."""
+    folder.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(str(folder))
+    (folder / ADAPTER_CONFIG).write_text(json.dumps(info, indent=1, sort_keys=True))
+
+
+def load_adapter(folder: Path) -> QAModel:
+    """A committed QA adapter on top of the base model it was trained from."""
+    from peft import PeftModel
+
+    folder = Path(folder)
+    info_file = folder / ADAPTER_CONFIG
+    if not info_file.is_file():
+        raise BertevalError(f"{folder} is not a berteval QA adapter (no {ADAPTER_CONFIG})")
+    info = json.loads(info_file.read_text())
+    loaded = models.load(info["base_model_arg"])
+    if loaded.revision != info["base_revision"]:
+        raise BertevalError(f"adapter {folder} was trained on {info['base_revision']}, not {loaded.revision}")
+    base = head_model(loaded)
+    model = PeftModel.from_pretrained(base, str(folder)).merge_and_unload()
+    model.eval()
+    return QAModel(model, loaded.tokenizer, f"LoRA fine-tuned on SQuAD ({info.get('summary', folder.name)})")
+
+
+def demo_model(results_dir: Path | str = Path(__file__).resolve().parent.parent / "leaderboard" / "results") -> QAModel:
+    """The best committed fine-tuned QA adapter for the default model (by dev F1), for the app."""
+    from .records import read_records
+
+    recs, _ = read_records([Path(results_dir) / "squad.jsonl"]) if (Path(results_dir) / "squad.jsonl").exists() else ([], [])
+    cands = [r for r in recs if r.regime == "finetune" and r.config.get("adapter_dir")
+             and (Path(results_dir) / r.config["adapter_dir"]).is_dir()]
+    if not cands:
+        raise BertevalError(f"no committed SQuAD adapter under {results_dir}; run: python -m berteval run --task squad "
+                            f"--regime finetune --seeds 0 --data-dir ../shared/data --out leaderboard/results")
+    best = max(cands, key=lambda r: r.metrics["f1"])
+    return load_adapter(Path(results_dir) / best.config["adapter_dir"])

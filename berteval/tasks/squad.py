@@ -1,0 +1,126 @@
+"""SQuAD v1.1 extractive question answering.
+
+Read through `datasets`, from the hub (`rajpurkar/squad`) or from local files in the
+official JSON format under `<data dir>/squad/`: `dev-v1.1.json` (the official dev set,
+10,570 questions) for evaluation and, for training, `train-v1.1.json` when present, else
+`train-subset.json` (17 real train articles, 3,939 questions: the full train set is not
+available offline here, and every record says which one it used).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import BertevalError
+from .base import TaskSpec
+
+HUB_ID = "rajpurkar/squad"
+TRAIN_FILES = ("train-v1.1.json", "train-subset.json")
+DEV_FILE = "dev-v1.1.json"
+
+
+@dataclass(frozen=True)
+class QAExample:
+    id: str
+    title: str
+    question: str
+    context: str
+    answers: tuple[str, ...]  # gold answer texts (dev has up to several per question)
+    answer_starts: tuple[int, ...]  # character offsets of each answer in the context
+
+
+@dataclass
+class QAData:
+    train: list[QAExample]
+    eval: list[QAExample]
+    source: str
+    train_source: str  # which train file: the full set or the 3,939-question subset
+    data_sha256: str
+
+    @staticmethod
+    def checksum(*splits: list[QAExample]) -> str:
+        import hashlib
+
+        digest = hashlib.sha256()
+        for split in splits:
+            digest.update(b"#split\n")
+            for ex in split:
+                digest.update("\x1f".join([ex.id, ex.question, ex.context, *ex.answers,
+                                           *map(str, ex.answer_starts)]).encode() + b"\n")
+        return digest.hexdigest()
+
+
+def _flatten_articles(rows) -> list[QAExample]:
+    """Official nested format (article -> paragraphs -> qas) to one example per question."""
+    out = []
+    for article in rows:
+        for para in article["paragraphs"]:
+            for qa in para["qas"]:
+                answers = qa.get("answers") or []
+                out.append(QAExample(qa["id"], article.get("title", ""), qa["question"], para["context"],
+                                     tuple(a["text"] for a in answers),
+                                     tuple(int(a["answer_start"]) for a in answers)))
+    return out
+
+
+def _from_flat(rows) -> list[QAExample]:
+    """The hub's flat format (one row per question, answers as parallel lists)."""
+    return [QAExample(r["id"], r.get("title", ""), r["question"], r["context"], tuple(r["answers"]["text"]),
+                      tuple(int(s) for s in r["answers"]["answer_start"])) for r in rows]
+
+
+def _local(data_dir: Path) -> tuple[list[QAExample], list[QAExample], str, str]:
+    import datasets
+
+    folder = next((f for f in (data_dir / "squad", data_dir) if (f / DEV_FILE).is_file()), None)
+    train_file = next((folder / n for n in TRAIN_FILES if folder and (folder / n).is_file()), None)
+    if folder is None or train_file is None:
+        raise BertevalError(
+            f"no SQuAD data under {data_dir}: expected squad/{DEV_FILE} and squad/train-v1.1.json or "
+            f"squad/train-subset.json (official SQuAD v1.1 JSON). Point --data-dir at the folder holding "
+            f"squad/, or omit it to read {HUB_ID} from the hub."
+        )
+    # field="data": the official files keep the articles under a top-level "data" key.
+    ds = datasets.load_dataset("json", data_files={"train": str(train_file), "validation": str(folder / DEV_FILE)},
+                               field="data")
+    return (_flatten_articles(ds["train"]), _flatten_articles(ds["validation"]), f"local:{folder}",
+            train_file.name)
+
+
+def load(data_dir: Path | None) -> QAData:
+    if data_dir is not None:
+        train, dev, source, train_source = _local(Path(data_dir))
+    else:
+        import datasets
+
+        try:
+            ds = datasets.load_dataset(HUB_ID)
+        except Exception as exc:  # the hub client raises many types when offline
+            raise BertevalError(
+                f"cannot read {HUB_ID} from the hub ({exc.__class__.__name__}). Offline? Pass --data-dir with a "
+                f"folder holding squad/{DEV_FILE} and squad/train-subset.json, or set BERTEVAL_DATA."
+            ) from exc
+        train, dev, source, train_source = _from_flat(ds["train"]), _from_flat(ds["validation"]), f"hub:{HUB_ID}", "hub train"
+    if not dev or not train:
+        raise BertevalError("SQuAD data is empty: check the files")
+    return QAData(train, dev, source, train_source, QAData.checksum(train, dev))
+
+
+TASK = TaskSpec(
+    name="squad",
+    version="1",
+    description="SQuAD v1.1 span QA: a start/end head over every token; exact match and F1 (0-100) on the "
+                "official dev set (10,570 questions); trained on squad/train-subset.json (3,939 questions) offline",
+    hub_source=HUB_ID,
+    local_layout=f"squad/{DEV_FILE}, squad/train-subset.json (or train-v1.1.json)",
+    train_split="train",
+    eval_split="validation",
+    main_metric="f1",
+    greater_is_better=True,
+    uses_pooling=False,
+    regimes=("probe", "finetune", "pretrained"),
+    labels=(),
+    load=load,
+    regime_runners={r: f"berteval.qa_run:run_{r}" for r in ("probe", "finetune", "pretrained")},
+)

@@ -1,0 +1,150 @@
+"""One training loop for every trained head (span QA, later sentence classification),
+run through Hugging Face `accelerate`, so the same code runs on this CPU and, unchanged,
+under `accelerate launch` on several GPUs or nodes (the DataLoader is sharded by
+`prepare`, gradients are synchronised by `backward`).
+
+AdamW with linear warm-up and linear decay, gradient clipping, optional bf16 autocast
+(accelerate's mixed precision; on CPU it reaches AMX). Batches come from a seeded
+sampler, one generator per epoch, so a run is reproducible and a resumed run sees
+exactly the batches it would have seen. Checkpoints (`accelerator.save_state` plus a
+small progress file) are written every `checkpoint_every` steps and at each epoch's
+end; a killed run restarts from the last one, not from zero.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import torch
+from torch.utils.data import DataLoader, RandomSampler
+from tqdm.auto import tqdm
+
+from .seeds import torch_generator
+
+
+@dataclass
+class TrainConfig:
+    epochs: float = 2.0
+    batch_size: int = 32
+    lr: float = 5e-4
+    warmup_ratio: float = 0.1
+    weight_decay: float = 0.01
+    max_grad_norm: float = 1.0
+    seed: int = 0
+    dtype: str = "bf16"  # "bf16" autocast or "fp32"
+    checkpoint_dir: Path | None = None
+    checkpoint_every: int = 50
+    stop_after_steps: int | None = None  # for tests: simulate a kill after this many steps
+
+
+@dataclass
+class TrainResult:
+    steps: int
+    losses: list[float] = field(default_factory=list)  # per step, this process only
+    wall_s: float = 0.0
+    resumed_from_step: int = 0
+    examples_seen: int = 0
+
+
+def _progress_file(cfg: TrainConfig) -> Path | None:
+    return cfg.checkpoint_dir / "progress.json" if cfg.checkpoint_dir else None
+
+
+def train(model: torch.nn.Module, dataset, collate: Callable, loss_fn: Callable, cfg: TrainConfig,
+          progress: bool = True) -> TrainResult:
+    """Train the parameters of `model` that require grad; `loss_fn(model, batch) -> scalar loss`."""
+    from accelerate import Accelerator
+
+    accelerator = Accelerator(mixed_precision="bf16" if cfg.dtype == "bf16" else "no")
+    params = [p for p in model.parameters() if p.requires_grad]
+    decay = [p for p in params if p.ndim >= 2]
+    no_decay = [p for p in params if p.ndim < 2]  # biases and LayerNorm weights are not decayed
+    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
+                                   {"params": no_decay, "weight_decay": 0.0}], lr=cfg.lr)
+    steps_per_epoch = math.ceil(len(dataset) / cfg.batch_size / accelerator.num_processes)
+    total = max(1, int(round(cfg.epochs * steps_per_epoch)))
+    warmup = int(cfg.warmup_ratio * total)
+    schedule = lambda step: (step + 1) / max(1, warmup) if step < warmup else max(  # noqa: E731
+        0.0, (total - step) / max(1, total - warmup))
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
+    model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
+
+    result = TrainResult(steps=0)
+    pfile = _progress_file(cfg)
+    if pfile is not None and pfile.is_file():
+        accelerator.load_state(str(cfg.checkpoint_dir / "state"))
+        result.resumed_from_step = json.loads(pfile.read_text())["step"]
+    step = result.resumed_from_step
+    t0 = time.perf_counter()
+    model.train()
+    bar = tqdm(total=total, initial=step, desc="training", unit="step", disable=not progress, leave=False)
+    epoch = step // steps_per_epoch
+    while step < total:
+        sampler = RandomSampler(dataset, generator=torch_generator(cfg.seed * 1000 + epoch, "train"))
+        loader = accelerator.prepare(DataLoader(dataset, batch_size=cfg.batch_size, sampler=sampler,
+                                                collate_fn=collate))
+        skip = step - epoch * steps_per_epoch
+        if skip:
+            loader = accelerator.skip_first_batches(loader, skip)
+        for batch in loader:
+            with accelerator.autocast():
+                loss = loss_fn(model, batch)
+            accelerator.backward(loss)
+            if cfg.max_grad_norm:
+                accelerator.clip_grad_norm_(params, cfg.max_grad_norm)
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad()
+            step += 1
+            result.losses.append(float(loss.detach()))
+            result.examples_seen += len(next(iter(batch.values())))
+            bar.update(1)
+            bar.set_postfix(loss=f"{result.losses[-1]:.3f}")
+            last_of_epoch = step % steps_per_epoch == 0
+            if pfile is not None and (step % cfg.checkpoint_every == 0 or last_of_epoch) and step < total:
+                _checkpoint(accelerator, cfg, step)
+            if cfg.stop_after_steps is not None and step - result.resumed_from_step >= cfg.stop_after_steps:
+                bar.close()
+                if pfile is not None:
+                    _checkpoint(accelerator, cfg, step)
+                result.steps, result.wall_s = step, time.perf_counter() - t0
+                return result
+            if step >= total:
+                break
+        epoch += 1
+    bar.close()
+    model.eval()
+    result.steps, result.wall_s = step, time.perf_counter() - t0
+    return result
+
+
+def _checkpoint(accelerator, cfg: TrainConfig, step: int) -> None:
+    """Write the state beside the old one, then swap, so a kill mid-write keeps the last good
+    checkpoint. Every process calls save_state (it holds barriers); only the main one swaps."""
+    tmp, final, old = (cfg.checkpoint_dir / n for n in ("state.tmp", "state", "state.old"))
+    if accelerator.is_main_process:
+        shutil.rmtree(tmp, ignore_errors=True)
+    accelerator.wait_for_everyone()
+    accelerator.save_state(str(tmp))
+    accelerator.wait_for_everyone()
+    if accelerator.is_main_process:
+        shutil.rmtree(old, ignore_errors=True)
+        if final.exists():
+            os.replace(final, old)
+        os.replace(tmp, final)
+        shutil.rmtree(old, ignore_errors=True)
+        _progress_file(cfg).write_text(json.dumps({"step": step}))
+    accelerator.wait_for_everyone()
+
+
+def clear_checkpoint(cfg: TrainConfig) -> None:
+    """A finished run's checkpoint is no longer needed (its record is written)."""
+    if cfg.checkpoint_dir is not None:
+        shutil.rmtree(cfg.checkpoint_dir, ignore_errors=True)
