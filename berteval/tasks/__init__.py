@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from ..errors import BertevalError
-from . import nsp, sst2
+from . import nsp, squad, sst2
 from .base import Split, TaskData, TaskSpec
 
-TASKS: dict[str, TaskSpec] = {t.name: t for t in (sst2.TASK, nsp.TASK)}
+TASKS: dict[str, TaskSpec] = {t.name: t for t in (sst2.TASK, squad.TASK, nsp.TASK)}
 
 
 def get(name: str) -> TaskSpec:
