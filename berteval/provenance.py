@@ -30,8 +30,10 @@ def versions() -> dict[str, str]:
     return out
 
 
+@functools.lru_cache(maxsize=1)
 def git_commit() -> str:
-    """HEAD of the checkout berteval runs from, '+dirty' when the tree has edits; 'unknown' outside git."""
+    """HEAD of the checkout berteval runs from, '+dirty' when the tree has edits; 'unknown' outside git.
+    Cached: read once when a run starts, so a record names the code that ran, not later edits."""
     root = Path(__file__).resolve().parent.parent
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,

@@ -49,12 +49,14 @@ def make_windows(tokenizer, questions: list[str], contexts: list[str], *, max_le
                  doc_stride: int = 128, answer_starts: list[int] | None = None,
                  answer_texts: list[str] | None = None) -> Windows:
     """Windows for every (question, context); with answers, training labels too."""
-    if doc_stride >= max_length - MAX_QUESTION_TOKENS - 3:
-        raise BertevalError(f"doc_stride {doc_stride} is too large for max_seq_length {max_length}")
     for i, (q, c) in enumerate(zip(questions, contexts)):
         if not q.strip() or not c.strip():
             raise BertevalError(f"example {i}: the question and the context must both be non-empty")
     questions = [_trim_question(tokenizer, q.lstrip()) for q in questions]
+    longest_q = max(len(ids) for ids in tokenizer(questions, add_special_tokens=False)["input_ids"])
+    if doc_stride <= 0 or doc_stride >= max_length - longest_q - 3:  # 3 = [CLS] and two [SEP]
+        raise BertevalError(f"doc_stride {doc_stride} does not fit: windows of {max_length} tokens hold a question of "
+                            f"{longest_q} tokens; use a doc stride below {max_length - longest_q - 3}")
     enc = tokenizer(questions, contexts, truncation="only_second", max_length=max_length, stride=doc_stride,
                     return_overflowing_tokens=True, return_offsets_mapping=True)
     sample_map = np.asarray(enc["overflow_to_sample_mapping"], dtype=np.int64)

@@ -126,6 +126,7 @@ def paired_tests(rec: records.RunRecord, correct: np.ndarray, peers: list[record
 
 def run(spec: RunSpec) -> RunReport:
     """Dispatch: a task may bring its own runner per regime; pooled probes share the grid below."""
+    provenance.git_commit()  # pin the commit now: the code that runs, whatever changes before it ends
     if spec.regime not in REGIMES:
         raise BertevalError(f"unknown regime {spec.regime!r}; choose from {', '.join(REGIMES)}")
     if spec.regime not in spec.task.regimes:
