@@ -1,0 +1,193 @@
+"""Result records -> pandas: one long frame (a row per record) and its per-seed aggregate.
+
+Everything the leaderboard shows starts here. Records are read and validated only by
+`berteval.records.read_records`, so the leaderboard can never accept a line the CLI's
+`validate` would reject; bad lines come back as `Problem`s (file and line number) and
+the rest still load. The long frame keeps every record's provenance (command, versions,
+git commit) so any number on screen can be traced to the run that produced it; the
+aggregate is what the figures and the table summarise across seeds.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+from typing import Iterable
+
+import pandas as pd
+
+from berteval.pooling import POOLINGS
+from berteval.records import Problem, RunRecord, read_records
+from berteval.stats import summarise
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+
+# What identifies a compared cell, and what must also match before seeds are averaged:
+# a quick `--limit-train` run, another dtype or other data never averages into a full run.
+CELL = ["model", "task", "regime", "pooling", "layer"]
+SETUP = ["model_revision", "task_version", "data_short", "n_train", "dtype", "main_metric"]
+
+# Columns every frame has, even an empty one, so filters and figures can rely on them.
+COLUMNS = [
+    "run_id", "model", "model_revision", "task", "task_version", "split", "pooling", "regime", "layer",
+    "layer_label", "seed", "main_metric", "value", "n_train", "n_eval", "data_sha256", "data_short", "dtype",
+    "device", "wall_s", "git_commit", "git_short", "command", "versions", "timestamp", "file",
+    "pooler_provenance", "metrics", "paired_tests",
+]
+AGG_COLUMNS = [*CELL, "layer_label", *SETUP, "mean", "std", "n_seeds", "seeds", "ci95_low", "ci95_high",
+               "ci95_half", "n_eval", "git_commits"]
+
+
+def record_files(paths: Iterable[str | os.PathLike] | None = None) -> list[Path]:
+    """The .jsonl files to read: the committed results by default; a folder stands for its .jsonl files."""
+    out: list[Path] = []
+    for p in ([RESULTS_DIR] if paths is None else paths):
+        p = Path(p)
+        # A folder's subfolders hold predictions and heads, not records: only its own *.jsonl count.
+        out.extend(sorted(p.glob("*.jsonl")) if p.is_dir() else [p])
+    return out
+
+
+def layer_label(layer: int) -> str:
+    # -1 is "whatever the last layer is"; other values are absolute hidden-state indices.
+    return "last" if layer == -1 else str(layer)
+
+
+def pooling_order(names) -> list[str]:
+    """Registry order first (cls, pooler, mean, max), then anything else alphabetically: one order
+    for every figure and the table, so a pooling sits in the same place everywhere."""
+    rank = {n: i for i, n in enumerate(POOLINGS)}
+    return sorted(dict.fromkeys(names), key=lambda n: (rank.get(n, len(rank)), n))
+
+
+def _versions_text(versions: dict) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted(versions.items()))
+
+
+def _row(rec: RunRecord, file: str) -> dict:
+    row = {
+        "run_id": rec.run_id, "model": rec.model, "model_revision": rec.model_revision, "task": rec.task,
+        "task_version": rec.task_version, "split": rec.split, "pooling": rec.pooling, "regime": rec.regime,
+        "layer": rec.layer, "layer_label": layer_label(rec.layer), "seed": rec.seed,
+        "main_metric": rec.main_metric, "value": rec.main_value, "n_train": rec.n_train, "n_eval": rec.n_eval,
+        "data_sha256": rec.data_sha256, "data_short": rec.data_sha256[:12], "dtype": rec.dtype,
+        "device": rec.device, "wall_s": float(rec.wall_s), "git_commit": rec.git_commit,
+        "git_short": rec.git_commit[:10], "command": str(rec.config.get("command", "")),
+        "versions": _versions_text(rec.versions), "timestamp": rec.timestamp, "file": file,
+        # The pooler caveat (e.g. "never trained") matters only where the pooler was read.
+        "pooler_provenance": str(rec.config.get("pooler_provenance", "")) if rec.pooling == "pooler" else "",
+        "metrics": dict(rec.metrics), "paired_tests": list(rec.paired_tests),
+    }
+    # One column per metric as well, so "f1" and "exact_match" can be sorted and exported.
+    row.update({f"metric_{name}": float(v) for name, v in rec.metrics.items()})
+    row.update({f"version_{name}": str(v) for name, v in rec.versions.items()})
+    return row
+
+
+def frame(rows: list[dict]) -> pd.DataFrame:
+    df = pd.DataFrame(rows, columns=None if rows else COLUMNS)
+    for col in COLUMNS:
+        if col not in df:
+            df[col] = pd.Series(dtype=object)
+    extra = sorted(c for c in df.columns if c not in COLUMNS)
+    return df[COLUMNS + extra].reset_index(drop=True)
+
+
+def load(paths: Iterable[str | os.PathLike] | None = None) -> tuple[pd.DataFrame, list[Problem]]:
+    """All valid records as one long frame (a row per record), plus every bad line as a Problem."""
+    rows: list[dict] = []
+    problems: list[Problem] = []
+    # One file at a time so each row knows which file it came from (read_records does not say).
+    for path in record_files(paths):
+        recs, bad = read_records([path])
+        rows.extend(_row(r, str(path)) for r in recs)
+        problems.extend(bad)
+    return frame(rows), problems
+
+
+def _one(values: pd.Series) -> str:
+    # Setup columns agree within a group by construction; commits may not (seeds run apart).
+    return ", ".join(str(v) for v in dict.fromkeys(values))
+
+
+def aggregate(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per model x task x regime x pooling x layer (x setup): mean, std and 95% CI across seeds."""
+    if df is None or df.empty:
+        return pd.DataFrame(columns=AGG_COLUMNS)
+    rows = []
+    for keys, g in df.groupby(CELL + SETUP, sort=False, dropna=False):
+        s = summarise(g["value"])
+        rows.append({
+            **dict(zip(CELL + SETUP, keys)),
+            "layer_label": layer_label(int(keys[CELL.index("layer")])),
+            "mean": s.mean, "std": s.std, "n_seeds": s.n,
+            "seeds": ", ".join(str(x) for x in sorted(g["seed"].unique())),
+            "ci95_low": s.ci95_low, "ci95_high": s.ci95_high,
+            # Student-t intervals are symmetric; one seed has none (NaN, drawn as no bar).
+            "ci95_half": (s.ci95_high - s.mean) if not math.isnan(s.ci95_high) else math.nan,
+            "n_eval": int(g["n_eval"].max()), "git_commits": _one(g["git_short"]),
+        })
+    return pd.DataFrame(rows, columns=AGG_COLUMNS)
+
+
+def setup_labels(agg: pd.DataFrame) -> pd.Series:
+    """A short label for what differs within a model x task x regime (e.g. 'train 2,000'); '' if nothing.
+
+    Works on the long frame and the aggregate alike (both carry the SETUP columns). Most groups
+    have one setup, and saying nothing keeps labels short; when a quick run and a full run of the
+    same cell coexist, the figures must still tell them apart.
+    """
+    labels = pd.Series("", index=agg.index, dtype=object)
+    if agg.empty:
+        return labels
+    for _, g in agg.groupby(["model", "task", "regime"], sort=False):
+        varying = [c for c in SETUP if g[c].nunique(dropna=False) > 1]
+        for i, row in g.iterrows():
+            parts = []
+            for c in varying:
+                v = row[c]
+                parts.append(f"train {v:,}" if c == "n_train" else f"{c.replace('_short', '')} {v}")
+            labels[i] = " · ".join(parts)
+    return labels
+
+
+def pairs(df: pd.DataFrame) -> pd.DataFrame:
+    """The paired tests as a long frame: one row per (record, earlier record it was compared with).
+
+    Each record tests itself against earlier records of the same group and seed, so every pair
+    appears once; `a` is the later record, `b` the earlier one, counts from a's side.
+    """
+    cols = ["model", "task", "regime", "seed", "a", "b", "a_pooling", "a_layer", "b_pooling", "b_layer",
+            "test", "a_only", "b_only", "p_value"]
+    rows = []
+    if df is not None and not df.empty and "paired_tests" in df:
+        for _, r in df.iterrows():
+            for t in r["paired_tests"] or []:
+                other = t.get("other") or {}
+                if "pooling" not in other or "p_value" not in t:
+                    continue  # a malformed entry: nothing to draw, the record itself still shows
+                b_layer = int(other.get("layer", -1))
+                rows.append({
+                    "model": r["model"], "task": r["task"], "regime": r["regime"], "seed": r["seed"],
+                    "a": f"{r['pooling']}@{r['layer_label']}", "b": f"{other['pooling']}@{layer_label(b_layer)}",
+                    "a_pooling": r["pooling"], "a_layer": r["layer"], "b_pooling": other["pooling"],
+                    "b_layer": b_layer, "test": t.get("test", ""), "a_only": t.get("n_only_self_correct"),
+                    "b_only": t.get("n_only_other_correct"), "p_value": float(t["p_value"]),
+                })
+    return pd.DataFrame(rows, columns=cols)
+
+
+def filter_records(df: pd.DataFrame, **filters) -> pd.DataFrame:
+    """Rows whose columns match: each filter is None/''/'all' (any), one value, or a list of values."""
+    if df is None:
+        return frame([])
+    mask = pd.Series(True, index=df.index)
+    for col, want in filters.items():
+        if want is None or want == "" or want == "all" or col not in df:
+            continue
+        wanted = [want] if isinstance(want, (str, int)) else list(want)
+        if not wanted:
+            continue  # an empty multi-select means "no restriction", as in most UIs
+        mask &= df[col].astype(str).isin([str(w) for w in wanted])
+    return df[mask]

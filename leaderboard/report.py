@@ -1,0 +1,207 @@
+"""The standalone HTML report: figures, table, paired tests and the provenance of every number.
+
+One file that opens anywhere with no network: Plotly's JavaScript is inlined once in the
+head, each figure is a div that uses it, and the CSV download is a data: link. A few
+lines of inline JavaScript make the tables sortable (click a header) and searchable; the
+page is fully readable without it. Every string from a record is HTML-escaped, because
+records are data written by other processes, not markup.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import html
+import os
+import urllib.parse
+from pathlib import Path
+from typing import Iterable
+
+import pandas as pd
+import plotly.io as pio
+from plotly.offline import get_plotlyjs
+
+from berteval.records import Problem
+
+from . import data, figures, table
+
+# plotly.js 4's modebar has a "share to Plotly Cloud" button; an offline report must not offer an upload.
+PLOT_CONFIG = {"displaylogo": False, "responsive": True, "modeBarButtonsToRemove": ["sendChartToCloud"]}
+
+CAPTIONS = {
+    "ablation": ("Pooling ablation",
+                 "Diamonds: mean over seeds of the task's main metric at the last layer; whiskers: 95% "
+                 "Student-t interval across seeds (none for a single seed); open circles: the individual "
+                 "seeds. Each task has its own panel and y axis, because metrics differ in scale."),
+    "layers": ("Which layer to read",
+               "The same probe on inner hidden states: layer indices count from the embeddings (0); "
+               "'last' is the final layer. Whiskers: 95% interval across seeds."),
+    "heatmap": ("Task × pooling",
+                "Cell text: mean ± std across seeds at the last layer. Colour ranks the poolings within "
+                "each task row (scales differ between tasks), so compare colours along a row, not down a column."),
+    "significance": ("Do the differences hold up?",
+                     "McNemar's exact test on the examples two heads disagree on, same seed and same "
+                     "evaluation set, as recorded in each record's paired_tests. p-values are not corrected "
+                     "for multiple comparisons."),
+}
+
+STYLE = """
+body{font:15px/1.45 Helvetica,Arial,sans-serif;margin:0 auto;max-width:1280px;padding:0 24px 60px;color:#222}
+h1{margin:24px 0 4px}h2{margin-top:40px;border-bottom:1px solid #ddd;padding-bottom:4px}
+.meta,.caption{color:#555}.caption{max-width:900px}
+nav a{margin-right:14px}
+table{border-collapse:collapse;font-size:13px;margin:8px 0}
+th,td{border:1px solid #ddd;padding:4px 7px;text-align:left;vertical-align:top;white-space:nowrap}
+th{background:#f4f4f4;cursor:pointer;white-space:nowrap;position:sticky;top:0}
+th[data-dir=asc]::after{content:" ▲"}th[data-dir=desc]::after{content:" ▼"}
+td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+td.cmd{font-family:monospace;font-size:12px;white-space:normal;word-break:break-all;min-width:320px;max-width:520px}
+tr.sig td{background:#eef5fc}
+.problems{background:#fff4f0;border:1px solid #e8b4a0;padding:8px 14px;margin-top:16px}.problems h2{margin-top:8px}
+input.filter{font-size:14px;padding:4px 8px;width:340px;margin-right:12px}
+.scroll{overflow-x:auto}
+"""
+
+# Click a header to sort (numbers by their data-v value), type in the box to keep matching rows.
+SCRIPT = """
+document.querySelectorAll("table.sortable th").forEach(function(th){th.addEventListener("click",function(){
+ var t=th.closest("table"),i=th.cellIndex,dir=th.dataset.dir==="asc"?-1:1,b=t.tBodies[0];
+ t.querySelectorAll("th").forEach(function(h){delete h.dataset.dir});th.dataset.dir=dir>0?"asc":"desc";
+ function v(r){var c=r.cells[i];return c.dataset.v!==undefined?parseFloat(c.dataset.v):c.textContent.toLowerCase()}
+ Array.from(b.rows).sort(function(x,y){var p=v(x),q=v(y);return (p>q?1:p<q?-1:0)*dir})
+  .forEach(function(r){b.appendChild(r)});});});
+document.querySelectorAll("input.filter").forEach(function(inp){inp.addEventListener("input",function(){
+ var w=inp.value.toLowerCase().split(/\\s+/).filter(Boolean),t=document.getElementById(inp.dataset.table);
+ Array.from(t.tBodies[0].rows).forEach(function(r){var s=r.textContent.toLowerCase();
+  r.hidden=!w.every(function(x){return s.indexOf(x)>=0})});});});
+"""
+
+e = html.escape
+
+
+def _cell(value, numeric: bool = False, cls: str = "") -> str:
+    if numeric and value is not None and not (isinstance(value, float) and pd.isna(value)):
+        # 0-1 metrics and their spreads to 4 decimals (0.0007, not 0.0006621), 0-100 ones and seconds
+        # to 2; counts with thousands separators.
+        shown = (f"{value:,}" if isinstance(value, int) else
+                 (f"{value:.4f}" if abs(value) < 1 else f"{value:.2f}") if isinstance(value, float) else value)
+        return f'<td class="num" data-v="{e(str(value))}">{e(str(shown))}</td>'
+    text = "" if value is None or (isinstance(value, float) and pd.isna(value)) else str(value)
+    return f'<td class="{cls}">{e(text)}</td>' if cls else f"<td>{e(text)}</td>"
+
+
+def html_table(df: pd.DataFrame, table_id: str, numeric=(), classes: dict | None = None,
+               row_class=None, search: bool = True) -> str:
+    """A sortable (and optionally searchable) HTML table; numeric columns sort by value."""
+    classes = classes or {}
+    head = "".join(f"<th>{e(str(c))}</th>" for c in df.columns)
+    body = []
+    for _, row in df.iterrows():
+        cls = f' class="{row_class(row)}"' if row_class and row_class(row) else ""
+        cells = "".join(_cell(_plain(row[c]), c in numeric, classes.get(c, "")) for c in df.columns)
+        body.append(f"<tr{cls}>{cells}</tr>")
+    box = (f'<input class="filter" data-table="{table_id}" placeholder="search (all words must match)">'
+           if search else "")
+    return (f'{box}<div class="scroll"><table id="{table_id}" class="sortable"><thead><tr>{head}</tr></thead>'
+            f'<tbody>{"".join(body)}</tbody></table></div>')
+
+
+def _plain(v):
+    # numpy scalars -> Python, so formatting and escaping see ints and floats.
+    return v.item() if hasattr(v, "item") else v
+
+
+def _problems_html(problems: list[Problem]) -> str:
+    if not problems:
+        return ""
+    items = "".join(f"<li><code>{e(p.path)}</code> line {p.line}: {e(p.message)}</li>" for p in problems)
+    return (f'<section id="problems" class="problems"><h2>Skipped: {len(problems)} bad line(s)</h2>'
+            f"<p>These lines failed validation and are left out of everything below.</p><ul>{items}</ul></section>")
+
+
+def _pairs_html(df: pd.DataFrame) -> str:
+    p = data.pairs(df)
+    if p.empty:
+        return "<p>No paired tests in these records.</p>"
+    rows = []
+    for (model, task, regime, a, b), g in p.groupby(["model", "task", "regime", "a", "b"], sort=False):
+        rows.append({"model": model, "task": task, "regime": regime, "head": a, "vs": b,
+                     "seeds": len(g), "median p": float(g["p_value"].median()),
+                     "p<0.05 in": f"{int((g['p_value'] < figures.ALPHA).sum())}/{len(g)} seeds",
+                     "head right only": int(pd.to_numeric(g["a_only"]).sum()),
+                     "vs right only": int(pd.to_numeric(g["b_only"]).sum()),
+                     "p per seed": ", ".join(f"{s}: {v:.3g}" for s, v in zip(g["seed"], g["p_value"]))})
+    out = pd.DataFrame(rows).sort_values(["model", "task", "regime", "median p"], kind="stable")
+    return html_table(out, "pairs", numeric={"seeds", "median p", "head right only", "vs right only"},
+                      row_class=lambda r: "sig" if r["median p"] < figures.ALPHA else "")
+
+
+def _provenance_html(df: pd.DataFrame) -> str:
+    """Distinct (command, commit, versions, device) as P1, P2, ...; each record names its own."""
+    keys = ["command", "git_commit", "versions", "device"]
+    prov = df[keys].drop_duplicates().reset_index(drop=True)
+    prov.insert(0, "id", [f"P{i + 1}" for i in range(len(prov))])
+    ids = {tuple(r[k] for k in keys): r["id"] for _, r in prov.iterrows()}
+    recs = df.assign(provenance=[ids[tuple(r[k] for k in keys)] for _, r in df.iterrows()],
+                     metrics=df["metrics"].map(lambda m: ", ".join(f"{k} {v:.4g}" for k, v in sorted(m.items()))))
+    cols = ["run_id", "model", "task", "regime", "pooling", "layer_label", "seed", "main_metric", "value", "metrics",
+            "n_train", "n_eval", "data_short", "dtype", "wall_s", "timestamp", "git_short", "provenance", "file"]
+    notes = sorted({n for n in df["pooler_provenance"] if n})
+    notes_html = "".join(f"<p><b>pooler</b> records: the checkpoint's pooler is {e(n)}.</p>" for n in notes)
+    return (f"<h3>Runs (command, code, libraries, machine)</h3>"
+            + html_table(prov, "prov", classes={"command": "cmd", "versions": "cmd"}, search=False)
+            + notes_html
+            + f"<h3>Every record ({len(df)})</h3>"
+            + html_table(recs[cols].rename(columns={"layer_label": "layer"}), "records",
+                         numeric={"seed", "value", "n_train", "n_eval", "wall_s"}))
+
+
+def build_html(df: pd.DataFrame, problems: list[Problem], sources: list[str] | None = None,
+               title: str = "berteval leaderboard") -> str:
+    """The whole report as one HTML string (Plotly's JavaScript included)."""
+    sources = sources if sources is not None else sorted(set(df["file"]))
+    now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    figs = figures.all_figures(df)
+    fig_html = []
+    for name, fig in figs.items():
+        heading, caption = CAPTIONS[name]
+        div = pio.to_html(fig, full_html=False, include_plotlyjs=False, config=PLOT_CONFIG, div_id=f"fig-{name}")
+        fig_html.append(f'<section id="{name}"><h2>{e(heading)}</h2><p class="caption">{e(caption)}</p>{div}</section>')
+    tab = table.leaderboard_table(df)
+    csv_link = ("data:text/csv;charset=utf-8," + urllib.parse.quote(table.to_csv(tab)))
+    numeric = {"mean", "std", "ci95_low", "ci95_high", "n_seeds", "n_train", "n_eval"}
+    body = [
+        f"<h1>{e(title)}</h1>",
+        f'<p class="meta">{len(df)} record(s) from {len(sources)} file(s), generated {now}. '
+        f"Sources: {', '.join(f'<code>{e(s)}</code>' for s in sources) or 'none'}.</p>",
+        '<nav><a href="#ablation">ablation</a><a href="#layers">layers</a><a href="#heatmap">task × pooling</a>'
+        '<a href="#significance">significance</a><a href="#table">table</a><a href="#pairs-section">paired tests</a>'
+        '<a href="#provenance">provenance</a></nav>',
+        _problems_html(problems),
+        *fig_html,
+        '<section id="table"><h2>Leaderboard table</h2><p class="caption">One row per model × task × regime × '
+        "pooling × layer: mean ± sample std across seeds, 95% Student-t interval, seeds, examples, data "
+        "checksum (first 12 hex digits of sha256). Click a header to sort. "
+        f'<a download="berteval-leaderboard.csv" href="{csv_link}">Download CSV</a></p>'
+        + html_table(tab, "leaderboard", numeric=numeric) + "</section>",
+        '<section id="pairs-section"><h2>Paired tests</h2><p class="caption">Every pair of heads compared on the '
+        "same examples and seed; shaded rows: median p &lt; 0.05 (uncorrected).</p>"
+        + _pairs_html(df) + "</section>",
+        '<section id="provenance"><h2>Provenance</h2><p class="caption">Where every number came from: the command '
+        "that wrote it, the git commit of the code, library versions and the machine.</p>"
+        + (_provenance_html(df) if not df.empty else "<p>No records.</p>") + "</section>",
+    ]
+    return ("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{e(title)}</title>"
+            f"<style>{STYLE}</style><script type=\"text/javascript\">{get_plotlyjs()}</script></head>"
+            f"<body>{''.join(body)}<script>{SCRIPT}</script></body></html>\n")
+
+
+def write_report(out: str | os.PathLike, paths: Iterable[str | os.PathLike] | None = None,
+                 title: str = "berteval leaderboard") -> tuple[Path, pd.DataFrame, list[Problem]]:
+    """Load the records (committed results by default), write the report, return what it showed."""
+    files = data.record_files(paths)
+    df, problems = data.load(files)
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(build_html(df, problems, [str(f) for f in files], title), encoding="utf-8")
+    return out, df, problems
