@@ -105,6 +105,15 @@ def html_table(df: pd.DataFrame, table_id: str, numeric=(), classes: dict | None
             f'<tbody>{"".join(body)}</tbody></table></div>')
 
 
+def shown_path(path: str) -> str:
+    """A record file as the reader would type it: relative to where the report was built, when inside it
+    (a published report should not carry this machine's absolute paths)."""
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
 def _plain(v):
     # numpy scalars -> Python, so formatting and escaping see ints and floats.
     return v.item() if hasattr(v, "item") else v
@@ -113,7 +122,7 @@ def _plain(v):
 def _problems_html(problems: list[Problem]) -> str:
     if not problems:
         return ""
-    items = "".join(f"<li><code>{e(p.path)}</code> line {p.line}: {e(p.message)}</li>" for p in problems)
+    items = "".join(f"<li><code>{e(shown_path(p.path))}</code> line {p.line}: {e(p.message)}</li>" for p in problems)
     return (f'<section id="problems" class="problems"><h2>Skipped: {len(problems)} bad line(s)</h2>'
             f"<p>These lines failed validation and are left out of everything below.</p><ul>{items}</ul></section>")
 
@@ -142,6 +151,7 @@ def _provenance_html(df: pd.DataFrame) -> str:
     prov.insert(0, "id", [f"P{i + 1}" for i in range(len(prov))])
     ids = {tuple(r[k] for k in keys): r["id"] for _, r in prov.iterrows()}
     recs = df.assign(provenance=[ids[tuple(r[k] for k in keys)] for _, r in df.iterrows()],
+                     file=df["file"].map(shown_path),
                      metrics=df["metrics"].map(lambda m: ", ".join(f"{k} {v:.4g}" for k, v in sorted(m.items()))))
     cols = ["run_id", "model", "task", "regime", "pooling", "layer_label", "seed", "main_metric", "value", "metrics",
             "n_train", "n_eval", "data_short", "dtype", "wall_s", "timestamp", "git_short", "provenance", "file"]
@@ -172,7 +182,7 @@ def build_html(df: pd.DataFrame, problems: list[Problem], sources: list[str] | N
     body = [
         f"<h1>{e(title)}</h1>",
         f'<p class="meta">{len(df)} record(s) from {len(sources)} file(s), generated {now}. '
-        f"Sources: {', '.join(f'<code>{e(s)}</code>' for s in sources) or 'none'}.</p>",
+        f"Sources: {', '.join(f'<code>{e(shown_path(s))}</code>' for s in sources) or 'none'}.</p>",
         '<nav><a href="#ablation">ablation</a><a href="#layers">layers</a><a href="#heatmap">task × pooling</a>'
         '<a href="#significance">significance</a><a href="#table">table</a><a href="#pairs-section">paired tests</a>'
         '<a href="#provenance">provenance</a></nav>',

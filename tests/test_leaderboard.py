@@ -356,3 +356,9 @@ def test_record_json_is_what_append_record_writes(tmp_path):
     # guards the toy helper: the reader must accept exactly these lines
     path = write(tmp_path / "r.jsonl", [rec()])
     assert json.loads(path.read_text())["pooling"] == "cls"
+
+
+def test_report_shows_paths_relative_to_where_it_was_built(monkeypatch, tmp_path):
+    monkeypatch.chdir(REPO)
+    assert report.shown_path(str(data.RESULTS_DIR / "sst2.jsonl")) == "leaderboard/results/sst2.jsonl"
+    assert report.shown_path(str(tmp_path / "x.jsonl")) == str(tmp_path / "x.jsonl")  # outside: kept whole
