@@ -355,10 +355,10 @@ def significance(df: pd.DataFrame) -> go.Figure:
         return message(title, "no paired tests in these records (each record tests itself against earlier "
                               "records of its model, task, regime and seed)")
     keys = sorted(p.groupby(["task", "model", "regime"]).groups)
-    # Square-ish cells: the panel grows with the number of pooling@layer heads compared.
-    n_heads = max(len(set(p["a"]) | set(p["b"])), 1)
+    # Square-ish cells: each panel grows with the number of pooling@layer heads it compares.
+    n_heads = [len(set(g["a"]) | set(g["b"])) for _, g in p.groupby(["task", "model", "regime"])]
     fig = _panels([f"{task} · {model} · {regime}" for task, model, regime in keys],
-                  panel_px=max(PANEL_PX, 62 * n_heads))
+                  panel_px=[max(200, 62 * n) for n in n_heads])
     for i, (task, model, regime) in enumerate(keys, start=1):
         g = p[(p["task"] == task) & (p["model"] == model) & (p["regime"] == regime)]
         heads = pd.concat([g[["a_pooling", "a_layer", "a"]].set_axis(["pooling", "layer", "label"], axis=1),
