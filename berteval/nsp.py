@@ -187,5 +187,5 @@ def predict_is_next(head: DemoHead, a: str, b: str) -> NSPPrediction:
         vec = features.encode(head.model, [(a, b)], data_sha256="live", poolings=[head.pooling], layers=[head.layer],
                               max_length=head.max_length, use_cache=False, progress=False).vectors
         logit = float((vec[(head.pooling, head.layer)] @ head.weight.T + head.bias)[0, 0])  # class 1 = NotNext
-        p_is_next = 1.0 - 1.0 / (1.0 + np.exp(-logit))
+        p_is_next = float(1.0 - 1.0 / (1.0 + np.exp(-logit)))
     return NSPPrediction(p_is_next, LABELS[IS_NEXT] if p_is_next >= 0.5 else LABELS[NOT_NEXT], head.source)

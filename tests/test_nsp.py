@@ -207,7 +207,7 @@ def test_probe_run_writes_records_and_a_rerun_adds_none(tiny_models, tiny_squad,
     answer = nsp.predict_is_next(demo, a, b)
     preds = json.loads((tmp_path / f"predictions/nsp/{demo.run_id}.json").read_text())
     assert answer.p_is_next == pytest.approx(1.0 - preds["proba"][0], abs=1e-4)  # proba = P(class 1 = NotNext)
-    assert answer.label == ("IsNext" if answer.p_is_next >= 0.5 else "NotNext")
+    assert type(answer.p_is_next) is float and answer.label == ("IsNext" if answer.p_is_next >= 0.5 else "NotNext")
 
 
 def test_demo_head_without_records_says_how_to_make_one(tiny_models, tmp_path):
