@@ -148,7 +148,7 @@ def _trained_run(spec: RunSpec, build, describe: dict) -> RunReport:
     hp = {**TRAIN_DEFAULTS[spec.regime], **{k: v for k, v in
                                              {"epochs": spec.epochs, "lr": spec.lr, "batch_size": spec.batch_size}.items()
                                              if v is not None}}
-    extra = {**describe, **hp}
+    extra = {**describe, **hp, "batches": "length-grouped"}
     todo = _pending(spec, s, extra, report)
     if not todo:
         return report
@@ -160,7 +160,7 @@ def _trained_run(spec: RunSpec, build, describe: dict) -> RunReport:
         cfg = training.TrainConfig(epochs=hp["epochs"], batch_size=hp["batch_size"], lr=hp["lr"], seed=seed,
                                    dtype=spec.dtype, checkpoint_dir=cache_dir() / "checkpoints" / rid)
         res = training.train(model, _WindowSet(tw), _collate(s.loaded.tokenizer, tw), _qa_loss, cfg,
-                             progress=spec.progress)
+                             progress=spec.progress, lengths=[len(f["input_ids"]) for f in tw.features])
         if res.resumed_from_step:
             report.notes.append(f"seed {seed}: resumed training from step {res.resumed_from_step}")
         model = getattr(model, "module", model)

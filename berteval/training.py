@@ -57,9 +57,37 @@ def _progress_file(cfg: TrainConfig) -> Path | None:
     return cfg.checkpoint_dir / "progress.json" if cfg.checkpoint_dir else None
 
 
+class LengthGroupedBatches(torch.utils.data.Sampler):
+    """Seeded batches of similar length: shuffle, sort within chunks of 50 batches, shuffle the
+    batches. Padding to the longest in a batch then wastes little: on SQuAD windows (mean 154
+    tokens, max 384) random batches pad nearly every batch to 384."""
+
+    def __init__(self, lengths, batch_size: int, generator: torch.Generator, chunk: int = 50):
+        self.lengths = torch.as_tensor(lengths)
+        self.batch_size, self.generator, self.chunk = batch_size, generator, chunk
+
+    def _batches(self) -> list[list[int]]:
+        perm = torch.randperm(len(self.lengths), generator=self.generator)
+        size = self.batch_size * self.chunk
+        out = []
+        for i in range(0, len(perm), size):
+            part = perm[i : i + size]
+            part = part[torch.argsort(self.lengths[part], descending=True, stable=True)]
+            out += [part[j : j + self.batch_size].tolist() for j in range(0, len(part), self.batch_size)]
+        order = torch.randperm(len(out), generator=self.generator)
+        return [out[k] for k in order]
+
+    def __iter__(self):
+        return iter(self._batches())
+
+    def __len__(self) -> int:
+        return (len(self.lengths) + self.batch_size - 1) // self.batch_size
+
+
 def train(model: torch.nn.Module, dataset, collate: Callable, loss_fn: Callable, cfg: TrainConfig,
-          progress: bool = True) -> TrainResult:
-    """Train the parameters of `model` that require grad; `loss_fn(model, batch) -> scalar loss`."""
+          progress: bool = True, lengths=None) -> TrainResult:
+    """Train the parameters of `model` that require grad; `loss_fn(model, batch) -> scalar loss`.
+    With `lengths` (tokens per example), batches group examples of similar length."""
     from accelerate import Accelerator
 
     accelerator = Accelerator(mixed_precision="bf16" if cfg.dtype == "bf16" else "no")
@@ -87,9 +115,14 @@ def train(model: torch.nn.Module, dataset, collate: Callable, loss_fn: Callable,
     bar = tqdm(total=total, initial=step, desc="training", unit="step", disable=not progress, leave=False)
     epoch = step // steps_per_epoch
     while step < total:
-        sampler = RandomSampler(dataset, generator=torch_generator(cfg.seed * 1000 + epoch, "train"))
-        loader = accelerator.prepare(DataLoader(dataset, batch_size=cfg.batch_size, sampler=sampler,
-                                                collate_fn=collate))
+        gen = torch_generator(cfg.seed * 1000 + epoch, "train")
+        if lengths is not None:
+            loader = DataLoader(dataset, batch_sampler=LengthGroupedBatches(lengths, cfg.batch_size, gen),
+                                collate_fn=collate)
+        else:
+            loader = DataLoader(dataset, batch_size=cfg.batch_size, sampler=RandomSampler(dataset, generator=gen),
+                                collate_fn=collate)
+        loader = accelerator.prepare(loader)
         skip = step - epoch * steps_per_epoch
         if skip:
             loader = accelerator.skip_first_batches(loader, skip)
