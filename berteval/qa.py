@@ -9,7 +9,6 @@ single pooled vector.
 
 from __future__ import annotations
 
-import contextlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +18,7 @@ import torch
 
 from . import models
 from .errors import BertevalError
-from .features import DTYPES
+from .features import autocast
 from .qa_decode import Candidate, best_spans
 from .qa_features import Windows, make_windows
 
@@ -67,14 +66,13 @@ def window_logits(model: torch.nn.Module, tokenizer, windows: Windows, dtype: st
     order = np.argsort(-lengths, kind="stable")
     starts: list[np.ndarray | None] = [None] * len(windows)
     ends: list[np.ndarray | None] = [None] * len(windows)
-    autocast = torch.autocast("cpu", dtype=DTYPES[dtype]) if dtype != "fp32" else contextlib.nullcontext()
     bar = tqdm(total=len(windows), desc="QA windows", unit="win", disable=not progress, leave=False)
     i = 0
     while i < len(order):
         size = max(1, max_tokens // int(lengths[order[i]]))
         idx = order[i : i + size]
         batch = tokenizer.pad([windows.features[j] for j in idx], return_tensors="pt")
-        with autocast:
+        with autocast(dtype):
             out = model(**batch)
         s, e = out.start_logits.float().numpy(), out.end_logits.float().numpy()  # (B, T)
         for row, j in enumerate(idx):

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import BertevalError
-from .base import TaskSpec
+from .base import TaskSpec, hub_dataset, local_folder
 
 HUB_ID = "rajpurkar/squad"
 TRAIN_FILES = ("train-v1.1.json", "train-subset.json")
@@ -73,7 +73,7 @@ def _from_flat(rows) -> list[QAExample]:
 def _local(data_dir: Path) -> tuple[list[QAExample], list[QAExample], str, str]:
     import datasets
 
-    folder = next((f for f in (data_dir / "squad", data_dir) if (f / DEV_FILE).is_file()), None)
+    folder = local_folder(data_dir, "squad", [DEV_FILE])
     train_file = next((folder / n for n in TRAIN_FILES if folder and (folder / n).is_file()), None)
     if folder is None or train_file is None:
         raise BertevalError(
@@ -92,15 +92,7 @@ def load(data_dir: Path | None) -> QAData:
     if data_dir is not None:
         train, dev, source, train_source = _local(Path(data_dir))
     else:
-        import datasets
-
-        try:
-            ds = datasets.load_dataset(HUB_ID)
-        except Exception as exc:  # the hub client raises many types when offline
-            raise BertevalError(
-                f"cannot read {HUB_ID} from the hub ({exc.__class__.__name__}). Offline? Pass --data-dir with a "
-                f"folder holding squad/{DEV_FILE} and squad/train-subset.json, or set BERTEVAL_DATA."
-            ) from exc
+        ds = hub_dataset(HUB_ID, None, f"squad/{DEV_FILE} and squad/train-subset.json")
         train, dev, source, train_source = _from_flat(ds["train"]), _from_flat(ds["validation"]), f"hub:{HUB_ID}", "hub train"
     if not dev or not train:
         raise BertevalError("SQuAD data is empty: check the files")
