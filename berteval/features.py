@@ -79,7 +79,7 @@ class EncodeResult:
     cache_dir: Path
 
 
-def _tokenise(model: LoadedModel, texts: list[Text], max_length: int) -> dict:
+def tokenise(model: LoadedModel, texts: list[Text], max_length: int) -> dict:
     if texts and isinstance(texts[0], tuple):
         first, second = zip(*texts)
         return model.tokenizer(list(first), list(second), truncation="longest_first", max_length=max_length)
@@ -108,7 +108,7 @@ def autocast(dtype: str):
 def padded_batches(model: LoadedModel, texts: list[Text], max_length: int, max_tokens: int = 4096,
                    max_batch: int = 256):
     """Tokenise once, then yield (indices into texts, padded batch of tensors), longest first."""
-    enc = _tokenise(model, texts, max_length)
+    enc = tokenise(model, texts, max_length)
     lengths = np.array([len(ids) for ids in enc["input_ids"]])
     keys = [k for k in enc.keys() if k in ("input_ids", "attention_mask", "token_type_ids")]
     for idx in _batches(lengths, max_tokens, max_batch):

@@ -51,6 +51,9 @@ class TrainResult:
     wall_s: float = 0.0
     resumed_from_step: int = 0
     examples_seen: int = 0
+    epoch_scores: list[float] = field(default_factory=list)  # on_epoch_end's score after each epoch
+    best_epoch: int | None = None  # 1-based epoch whose weights were kept
+    epochs_run: float = 0.0
 
 
 def _progress_file(cfg: TrainConfig) -> Path | None:
@@ -85,9 +88,11 @@ class LengthGroupedBatches(torch.utils.data.Sampler):
 
 
 def train(model: torch.nn.Module, dataset, collate: Callable, loss_fn: Callable, cfg: TrainConfig,
-          progress: bool = True, lengths=None) -> TrainResult:
+          progress: bool = True, lengths=None, on_epoch_end: Callable | None = None) -> TrainResult:
     """Train the parameters of `model` that require grad; `loss_fn(model, batch) -> scalar loss`.
-    With `lengths` (tokens per example), batches group examples of similar length."""
+    With `lengths` (tokens per example), batches group examples of similar length. With
+    `on_epoch_end(model, epoch) -> score` (higher is better, e.g. held-out accuracy), the
+    weights of the best-scoring epoch are the ones left in `model` (model selection)."""
     from accelerate import Accelerator
 
     accelerator = Accelerator(mixed_precision="bf16" if cfg.dtype == "bf16" else "no")
@@ -105,10 +110,15 @@ def train(model: torch.nn.Module, dataset, collate: Callable, loss_fn: Callable,
     model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
 
     result = TrainResult(steps=0)
+    best_state: dict | None = None
     pfile = _progress_file(cfg)
     if pfile is not None and pfile.is_file():
         accelerator.load_state(str(cfg.checkpoint_dir / "state"))
-        result.resumed_from_step = json.loads(pfile.read_text())["step"]
+        saved = json.loads(pfile.read_text())
+        result.resumed_from_step = saved["step"]
+        result.epoch_scores, result.best_epoch = saved.get("epoch_scores", []), saved.get("best_epoch")
+        if (cfg.checkpoint_dir / "best.pt").is_file():
+            best_state = torch.load(cfg.checkpoint_dir / "best.pt", weights_only=True)
     step = result.resumed_from_step
     t0 = time.perf_counter()
     model.train()
@@ -116,12 +126,14 @@ def train(model: torch.nn.Module, dataset, collate: Callable, loss_fn: Callable,
     epoch = step // steps_per_epoch
     while step < total:
         gen = torch_generator(cfg.seed * 1000 + epoch, "train")
+        # The loader gets a generator of its own: without one, every new iterator draws from the
+        # global RNG, so a resumed run's dropout masks would drift from the uninterrupted run's.
+        own = {"generator": torch_generator(cfg.seed * 1000 + epoch, "loader"), "collate_fn": collate}
         if lengths is not None:
-            loader = DataLoader(dataset, batch_sampler=LengthGroupedBatches(lengths, cfg.batch_size, gen),
-                                collate_fn=collate)
+            loader = DataLoader(dataset, batch_sampler=LengthGroupedBatches(lengths, cfg.batch_size, gen), **own)
         else:
             loader = DataLoader(dataset, batch_size=cfg.batch_size, sampler=RandomSampler(dataset, generator=gen),
-                                collate_fn=collate)
+                                **own)
         loader = accelerator.prepare(loader)
         skip = step - epoch * steps_per_epoch
         if skip:
@@ -141,24 +153,38 @@ def train(model: torch.nn.Module, dataset, collate: Callable, loss_fn: Callable,
             bar.update(1)
             bar.set_postfix(loss=f"{result.losses[-1]:.3f}")
             last_of_epoch = step % steps_per_epoch == 0
+            if on_epoch_end is not None and (last_of_epoch or step >= total):
+                unwrapped = accelerator.unwrap_model(model)
+                score = float(on_epoch_end(unwrapped, len(result.epoch_scores) + 1))
+                model.train()
+                result.epoch_scores.append(score)
+                if result.best_epoch is None or score > result.epoch_scores[result.best_epoch - 1]:
+                    result.best_epoch = len(result.epoch_scores)
+                    best_state = {k: v.detach().clone() for k, v in unwrapped.state_dict().items()}
+                    if cfg.checkpoint_dir is not None and accelerator.is_main_process:
+                        cfg.checkpoint_dir.mkdir(parents=True, exist_ok=True)
+                        torch.save(best_state, cfg.checkpoint_dir / "best.pt")
             if pfile is not None and (step % cfg.checkpoint_every == 0 or last_of_epoch) and step < total:
-                _checkpoint(accelerator, cfg, step)
+                _checkpoint(accelerator, cfg, step, result)
             if cfg.stop_after_steps is not None and step - result.resumed_from_step >= cfg.stop_after_steps:
                 bar.close()
                 if pfile is not None:
-                    _checkpoint(accelerator, cfg, step)
+                    _checkpoint(accelerator, cfg, step, result)
                 result.steps, result.wall_s = step, time.perf_counter() - t0
                 return result
             if step >= total:
                 break
         epoch += 1
     bar.close()
+    if best_state is not None and result.best_epoch != len(result.epoch_scores):
+        accelerator.unwrap_model(model).load_state_dict(best_state)  # keep the selected epoch's weights
     model.eval()
     result.steps, result.wall_s = step, time.perf_counter() - t0
+    result.epochs_run = round(step / steps_per_epoch, 3)
     return result
 
 
-def _checkpoint(accelerator, cfg: TrainConfig, step: int) -> None:
+def _checkpoint(accelerator, cfg: TrainConfig, step: int, result: TrainResult) -> None:
     """Write the state beside the old one, then swap, so a kill mid-write keeps the last good
     checkpoint. Every process calls save_state (it holds barriers); only the main one swaps."""
     tmp, final, old = (cfg.checkpoint_dir / n for n in ("state.tmp", "state", "state.old"))
@@ -173,7 +199,8 @@ def _checkpoint(accelerator, cfg: TrainConfig, step: int) -> None:
             os.replace(final, old)
         os.replace(tmp, final)
         shutil.rmtree(old, ignore_errors=True)
-        _progress_file(cfg).write_text(json.dumps({"step": step}))
+        _progress_file(cfg).write_text(json.dumps({"step": step, "epoch_scores": result.epoch_scores,
+                                                   "best_epoch": result.best_epoch}))
     accelerator.wait_for_everyone()
 
 

@@ -63,7 +63,8 @@ TASK = TaskSpec(
     main_metric="accuracy",
     greater_is_better=True,
     uses_pooling=True,
-    regimes=("probe",),
+    regimes=("probe", "finetune"),
+    regime_runners={"finetune": "berteval.finetune:run_finetune"},
     labels=("negative", "positive"),
     load=load,
 )

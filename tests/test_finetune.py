@@ -1,0 +1,90 @@
+"""Fine-tune regime for classification: the encoder really trains, a killed run resumes from
+its saved step, and the same seed gives the same record (tiny model, tiny data)."""
+
+import torch
+
+from berteval import features, finetune, models, records, runner, training
+from berteval.errors import BertevalError
+from berteval.tasks import get
+
+
+def _dataset(m, data_dir):
+    train = get("sst2").load(data_dir).train
+    enc = features.tokenise(m, train.texts, 32)
+    return finetune._Examples({k: v for k, v in enc.items() if k != "offset_mapping"}, train.labels)
+
+
+def _model(m, seed=0):
+    import copy
+
+    torch.manual_seed(seed)
+    return finetune.PooledClassifier(copy.deepcopy(m.encoder), "mean", 2)
+
+
+def test_a_few_steps_change_the_encoder_and_lower_the_loss(tiny_models, tiny_sst2):
+    m = models.load(str(tiny_models["pretraining"]))
+    ds = _dataset(m, tiny_sst2)
+    model = _model(m)
+    before = {k: v.detach().clone() for k, v in model.encoder.named_parameters()}
+    cfg = training.TrainConfig(epochs=8, batch_size=16, lr=3e-3, warmup_ratio=0.0, dtype="fp32")
+    res = training.train(model, ds, finetune._collate(m.tokenizer, ds), lambda mm, b: mm(**b)[0], cfg, progress=False)
+    unchanged = {k for k, v in model.encoder.named_parameters() if torch.equal(v, before[k])}
+    # every encoder weight moved, not only the head; the pooler gets no gradient through mean pooling
+    assert unchanged == {"pooler.dense.weight", "pooler.dense.bias"}
+    assert sum(res.losses[-8:]) / 8 < sum(res.losses[:8]) / 8 - 0.01
+    assert res.steps == 8 * 8 and res.examples_seen == 8 * 120
+
+
+def test_a_killed_run_resumes_from_its_saved_step(tiny_models, tiny_sst2, tmp_path):
+    m = models.load(str(tiny_models["pretraining"]))
+    ds = _dataset(m, tiny_sst2)
+    collate = finetune._collate(m.tokenizer, ds)
+    loss = lambda mm, b: mm(**b)[0]  # noqa: E731
+    base = dict(epochs=2, batch_size=16, lr=1e-3, dtype="fp32", checkpoint_every=4)
+
+    straight = _model(m)
+    full = training.train(straight, ds, collate, loss, training.TrainConfig(**base), progress=False)
+
+    ckpt = tmp_path / "ckpt"
+    killed = _model(m)
+    part = training.train(killed, ds, collate, loss,
+                          training.TrainConfig(**base, checkpoint_dir=ckpt, stop_after_steps=5), progress=False)
+    assert part.steps == 5 and (ckpt / "progress.json").is_file()
+    resumed_model = _model(m, seed=123)  # a fresh process would rebuild the model from scratch
+    resumed = training.train(resumed_model, ds, collate, loss, training.TrainConfig(**base, checkpoint_dir=ckpt),
+                             progress=False)
+    assert resumed.resumed_from_step == 5 and resumed.steps == full.steps == 16
+    assert len(resumed.losses) == 11  # only the steps after the kill were run again
+    for (k, a), (_, b) in zip(straight.state_dict().items(), resumed_model.state_dict().items()):
+        assert torch.allclose(a, b, atol=1e-5), k  # the same weights as the run that was never killed
+
+
+def _spec(model_dir, data_dir, out, **kw):
+    base = dict(task=get("sst2"), model=str(model_dir), regime="finetune", poolings=["cls", "mean"], seeds=[0],
+                data_dir=data_dir, out=out, progress=False, epochs=2, batch_size=16, lr=1e-3)
+    base.update(kw)
+    return runner.RunSpec(**base)
+
+
+def test_finetune_records_selection_and_determinism(tiny_models, tiny_sst2, tmp_path):
+    a = runner.run(_spec(tiny_models["pretraining"], tiny_sst2, tmp_path / "a"))
+    b = runner.run(_spec(tiny_models["pretraining"], tiny_sst2, tmp_path / "b"))
+    assert [(r.run_id, r.metrics) for r in a.written] == [(r.run_id, r.metrics) for r in b.written]
+    rec = a.written[1]
+    assert rec.regime == "finetune" and rec.pooling == "mean" and rec.n_train == 108 and rec.n_eval == 40
+    ft = rec.config["finetune"]
+    assert len(ft["heldout_accuracy_per_epoch"]) == 2 and ft["selected_epoch"] in (1, 2)
+    assert ft["heldout_accuracy_per_epoch"][ft["selected_epoch"] - 1] == max(ft["heldout_accuracy_per_epoch"])
+    assert rec.paired_tests and rec.paired_tests[0]["other"]["pooling"] == "cls"
+    assert records.read_records([tmp_path / "a" / "sst2.jsonl"])[1] == []
+    again = runner.run(_spec(tiny_models["pretraining"], tiny_sst2, tmp_path / "a"))
+    assert again.written == [] and len(again.skipped) == 2
+
+
+def test_finetune_refuses_max_pooling_and_layers(tiny_models, tiny_sst2, tmp_path):
+    import pytest
+
+    with pytest.raises(BertevalError, match="finetune reads cls, pooler, mean"):
+        runner.run(_spec(tiny_models["pretraining"], tiny_sst2, tmp_path, poolings=["max"]))
+    with pytest.raises(BertevalError, match="drop --layers"):
+        runner.run(_spec(tiny_models["pretraining"], tiny_sst2, tmp_path, layers="-2"))
