@@ -147,8 +147,16 @@ def read_records(paths: Iterable[str | os.PathLike]) -> tuple[list[RunRecord], l
     return records, problems
 
 
+def is_writer() -> bool:
+    """Under `accelerate launch` (or torchrun) every process runs the same command; only rank 0
+    writes results, so N processes give one record, not N."""
+    return os.environ.get("RANK", "0") == "0"
+
+
 def append_record(path: str | os.PathLike, record: RunRecord) -> None:
     """Append one line atomically: locked, one write, fsynced."""
+    if not is_writer():
+        return
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     data = (record.to_json() + "\n").encode("utf-8")
@@ -169,6 +177,8 @@ def append_record(path: str | os.PathLike, record: RunRecord) -> None:
 
 
 def write_json_atomic(path: str | os.PathLike, obj: Any) -> None:
+    if not is_writer():
+        return
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")

@@ -71,3 +71,14 @@ def test_missing_file_is_a_problem_not_a_crash(tmp_path):
 def test_run_id_is_stable_and_order_free():
     assert records.run_id({"a": 1, "b": 2}) == records.run_id({"b": 2, "a": 1})
     assert records.run_id({"a": 1}) != records.run_id({"a": 2})
+
+
+def test_only_rank_zero_writes_under_a_multi_process_launch(tmp_path, monkeypatch):
+    path = tmp_path / "r.jsonl"
+    monkeypatch.setenv("RANK", "1")
+    records.append_record(path, make(run_id="a"))
+    records.write_json_atomic(tmp_path / "p.json", {"x": 1})
+    assert not path.exists() and not (tmp_path / "p.json").exists()
+    monkeypatch.setenv("RANK", "0")
+    records.append_record(path, make(run_id="a"))
+    assert path.exists()
