@@ -108,6 +108,10 @@ def answer(qa: QAModel, question: str, context: str, *, max_length: int = 384, d
 
 def save_adapter(model: torch.nn.Module, folder: Path, info: dict) -> None:
     """A peft adapter (LoRA weights + the span head) and what it was trained from."""
+    from .records import is_writer
+
+    if not is_writer():
+        return
     folder.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(str(folder))
     (folder / ADAPTER_CONFIG).write_text(json.dumps(info, indent=1, sort_keys=True))
