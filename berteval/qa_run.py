@@ -21,6 +21,7 @@ import torch
 
 from . import models, qa, records, squad_metrics, training
 from .config import cache_dir
+from .features import autocast
 from .errors import BertevalError
 from .qa_features import Windows, make_windows
 from .runner import RunReport, RunSpec, existing_records, new_record, records_path
@@ -141,8 +142,19 @@ def _train_windows(s: _Setup, spec: RunSpec) -> Windows:
                         answer_starts=[e.answer_starts[0] for e in train], answer_texts=[e.answers[0] for e in train])
 
 
-def _trained_run(spec: RunSpec, build, describe: dict) -> RunReport:
-    """Shared by probe and finetune: build(seed) -> model with the right parameters trainable."""
+@dataclass
+class _Plan:
+    """What a trained regime trains, on what, and how it becomes a QA model for evaluation."""
+
+    module: torch.nn.Module  # the parameters that learn (and a forward for the loss)
+    dataset: torch.utils.data.Dataset
+    collate: object
+    loss: object  # (module, batch) -> loss
+    finish: object  # (module, run_id) -> (eval model, extra config)
+
+
+def _trained_run(spec: RunSpec, plan, describe: dict) -> RunReport:
+    """Shared by probe and finetune: plan(setup, windows, seed) -> _Plan."""
     report = RunReport()
     s = _setup(spec)
     hp = {**TRAIN_DEFAULTS[spec.regime], **{k: v for k, v in
@@ -156,29 +168,20 @@ def _trained_run(spec: RunSpec, build, describe: dict) -> RunReport:
     answerable = float((tw.start_positions > 0).mean())
     for seed, rid in todo:
         torch.manual_seed(seed)  # the head's initialisation; sampling uses its own generators
-        model = build(s, seed)
+        p = plan(s, tw, seed)
         cfg = training.TrainConfig(epochs=hp["epochs"], batch_size=hp["batch_size"], lr=hp["lr"], seed=seed,
                                    dtype=spec.dtype, checkpoint_dir=cache_dir() / "checkpoints" / rid)
-        res = training.train(model, _WindowSet(tw), _collate(s.loaded.tokenizer, tw), _qa_loss, cfg,
-                             progress=spec.progress, lengths=[len(f["input_ids"]) for f in tw.features])
+        res = training.train(p.module, p.dataset, p.collate, p.loss, cfg, progress=spec.progress,
+                             lengths=[len(f["input_ids"]) for f in tw.features])
         if res.resumed_from_step:
             report.notes.append(f"seed {seed}: resumed training from step {res.resumed_from_step}")
-        model = getattr(model, "module", model)
+        eval_model, more = p.finish(getattr(p.module, "module", p.module), rid)
         config = {"training": {**extra, "steps": res.steps, "examples_seen": res.examples_seen,
-                               "train_wall_s": round(res.wall_s, 1), "first_loss": round(res.losses[0], 4) if res.losses else None,
+                               "train_wall_s": round(res.wall_s, 1),
+                               "first_loss": round(res.losses[0], 4) if res.losses else None,
                                "last_loss": round(float(np.mean(res.losses[-20:])), 4) if res.losses else None,
                                "resumed_from_step": res.resumed_from_step},
-                  "n_train_windows": len(tw), "train_windows_with_answer": round(answerable, 4)}
-        if spec.regime == "finetune":
-            adapter_rel = f"adapters/squad/{rid}"
-            qa.save_adapter(model, Path(spec.out) / adapter_rel,
-                            {"base_model_arg": spec.model, "base_model": s.loaded.model_id,
-                             "base_revision": s.loaded.revision, "run_id": rid, "lora": LORA,
-                             "summary": f"{s.loaded.model_id}, {len(s.train)} train questions, seed {seed}"})
-            config["adapter_dir"] = adapter_rel
-            eval_model = model.merge_and_unload() if hasattr(model, "merge_and_unload") else model
-        else:
-            eval_model = model
+                  "n_train_windows": len(tw), "train_windows_with_answer": round(answerable, 4), **more}
         metrics, preds, nbest, timing = _evaluate(spec, s, eval_model)
         config.update(timing)
         _write(spec, s, rid, seed, metrics, preds, nbest, config, res.wall_s + timing["eval_wall_s"], report)
@@ -186,27 +189,86 @@ def _trained_run(spec: RunSpec, build, describe: dict) -> RunReport:
     return report
 
 
-def run_probe(spec: RunSpec) -> RunReport:
-    def build(s: _Setup, seed: int):
-        model = qa.head_model(s.loaded)
-        for name, p in model.named_parameters():
-            p.requires_grad = name.startswith("qa_outputs")  # frozen encoder: only the span head learns
-        return model
+class _SpanHead(torch.nn.Module):
+    """The span head alone, trained on cached hidden states: logits = Linear(hidden, 2) per token."""
 
-    return _trained_run(spec, build, {"trained": "span head only (encoder frozen)"})
+    def __init__(self, qa_outputs: torch.nn.Linear):
+        super().__init__()
+        self.qa_outputs = qa_outputs
+
+    def forward(self, hidden, attention_mask, start_positions, end_positions):
+        logits = self.qa_outputs(hidden.float())  # (B, T, 2)
+        pad = attention_mask == 0
+        start, end = (x.squeeze(-1).masked_fill(pad, -1e4) for x in logits.split(1, dim=-1))  # (B, T) each
+        ce = torch.nn.functional.cross_entropy
+        return (ce(start, start_positions) + ce(end, end_positions)) / 2
+
+
+@torch.inference_mode()
+def _hidden_states(s: _Setup, spec: RunSpec, model: torch.nn.Module, tw: Windows) -> list[torch.Tensor]:
+    """last_hidden_state of every training window, once: a frozen encoder gives the same vectors
+    every epoch, so the probe pays one forward pass instead of one per epoch."""
+    base = model.base_model
+    out: list[torch.Tensor | None] = [None] * len(tw)
+    lengths = np.array([len(f["input_ids"]) for f in tw.features])
+    order = np.argsort(-lengths, kind="stable")
+    for i in range(0, len(order), 16):
+        idx = order[i : i + 16]
+        batch = s.loaded.tokenizer.pad([tw.features[j] for j in idx], return_tensors="pt")
+        with autocast(spec.dtype):
+            hidden = base(**batch).last_hidden_state  # (B, T, H)
+        for row, j in enumerate(idx):
+            out[j] = hidden[row, : lengths[j]].to(torch.bfloat16)  # bf16 storage halves the memory
+    return out
+
+
+def run_probe(spec: RunSpec) -> RunReport:
+    cached: dict[str, list[torch.Tensor]] = {}
+
+    def plan(s: _Setup, tw: Windows, seed: int) -> _Plan:
+        model = qa.head_model(s.loaded)
+        if "hidden" not in cached:
+            cached["hidden"] = _hidden_states(s, spec, model, tw)
+        hidden = cached["hidden"]
+
+        def collate(idx: list[int]) -> dict:
+            h = torch.nn.utils.rnn.pad_sequence([hidden[i] for i in idx], batch_first=True)  # (B, T, H)
+            mask = torch.nn.utils.rnn.pad_sequence([torch.ones(len(hidden[i]), dtype=torch.long) for i in idx],
+                                                   batch_first=True)
+            return {"hidden": h, "attention_mask": mask,
+                    "start_positions": torch.as_tensor(tw.start_positions[idx]),
+                    "end_positions": torch.as_tensor(tw.end_positions[idx])}
+
+        def finish(head: _SpanHead, rid: str):
+            model.qa_outputs.load_state_dict(head.qa_outputs.state_dict())
+            return model, {}
+
+        return _Plan(_SpanHead(torch.nn.Linear(model.config.hidden_size, 2)), _WindowSet(tw), collate,
+                     lambda m, b: m(**b), finish)
+
+    return _trained_run(spec, plan, {"trained": "span head only, on the frozen encoder's cached hidden states"})
 
 
 def run_finetune(spec: RunSpec) -> RunReport:
-    def build(s: _Setup, seed: int):
+    def plan(s: _Setup, tw: Windows, seed: int) -> _Plan:
         from peft import LoraConfig, get_peft_model
 
-        base = qa.head_model(s.loaded)
         lcfg = LoraConfig(r=LORA["r"], lora_alpha=LORA["lora_alpha"], lora_dropout=LORA["lora_dropout"],
                           target_modules=LORA["target_modules"], modules_to_save=["qa_outputs"])
-        return get_peft_model(base, lcfg)
+        model = get_peft_model(qa.head_model(s.loaded), lcfg)
 
-    return _trained_run(spec, build, {"trained": "LoRA adapters on every encoder linear layer + span head",
-                                      "lora": {k: v for k, v in LORA.items() if k != "target_modules"}})
+        def finish(trained, rid: str):
+            adapter_rel = f"adapters/squad/{rid}"
+            qa.save_adapter(trained, Path(spec.out) / adapter_rel,
+                            {"base_model_arg": spec.model, "base_model": s.loaded.model_id,
+                             "base_revision": s.loaded.revision, "run_id": rid, "lora": LORA,
+                             "summary": f"{s.loaded.model_id}, {len(s.train)} train questions, seed {seed}"})
+            return trained.merge_and_unload(), {"adapter_dir": adapter_rel}
+
+        return _Plan(model, _WindowSet(tw), _collate(s.loaded.tokenizer, tw), _qa_loss, finish)
+
+    return _trained_run(spec, plan, {"trained": "LoRA adapters on every encoder linear layer + span head",
+                                     "lora": {k: v for k, v in LORA.items() if k != "target_modules"}})
 
 
 def run_pretrained(spec: RunSpec) -> RunReport:
