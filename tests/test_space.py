@@ -21,3 +21,10 @@ def test_ci_runs_the_readme_test_command():
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
     assert "python -m pytest tests -q" in readme and "python -m pytest tests -q" in ci
+
+
+def test_space_sdk_version_is_the_pinned_gradio():
+    space = yaml.safe_load((REPO / "space.yaml").read_text(encoding="utf-8"))
+    pins = dict(line.split("==", 1) for line in (REPO / "requirements.txt").read_text(encoding="utf-8").splitlines()
+                if "==" in line and not line.lstrip().startswith("#"))
+    assert str(space["sdk_version"]) == pins["gradio"].strip()

@@ -1,0 +1,371 @@
+"""berteval's Gradio page: try BERT's three classic heads by hand, look inside, browse the leaderboard.
+
+A thin shell. `build_demo()` builds the page and wires each control to a `berteval.demo`
+or `leaderboard` call (the same code the CLI and the report run); `python app.py` serves
+it. Everything runs offline on the embedded default model and the committed heads and
+records; a hub id works where the hub is reachable. Any refusal or failure is shown in
+the page as a message box, never as a traceback.
+
+    python app.py [--host 127.0.0.1] [--port 7860]   # or GRADIO_SERVER_NAME / GRADIO_SERVER_PORT
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import hashlib
+import logging
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # offline: no telemetry or version calls
+
+import gradio as gr  # noqa: E402
+import pandas as pd  # noqa: E402
+
+import leaderboard  # noqa: E402
+from berteval import demo, models, qa, sentiment  # noqa: E402
+from berteval.errors import BertevalError  # noqa: E402
+from leaderboard import logits  # noqa: E402
+
+log = logging.getLogger("berteval.app")
+
+HEADS = ("cls", "pooler", "mean")  # the three vectors a sentence classifier can read
+# One request per core: each runs torch on one thread, so two requests use both cores of
+# this machine instead of fighting over them (intra-op threads on a tiny input mostly spin).
+CONCURRENCY = int(os.environ.get("BERTEVAL_APP_CONCURRENCY", "2"))
+TORCH_THREADS = int(os.environ.get("BERTEVAL_APP_THREADS", "1"))
+QUEUE_SIZE = 64
+N_BEST_SHOWN = 10
+NBEST_COLUMNS = ["rank", "answer", "probability", "start + end logit", "characters", "window"]
+EMPTY_NBEST = pd.DataFrame(columns=NBEST_COLUMNS)
+# The page shows the columns a reader compares, numbers rounded; the CSV download keeps every column.
+TABLE_SHOWN = ["task", "regime", "pooling", "layer", "main_metric", "mean ± std", "ci95_low", "ci95_high", "n_seeds",
+               "n_train", "n_eval", "model"]
+EMPTY_TABLE = pd.DataFrame(columns=TABLE_SHOWN)
+CSV_DIR = Path(tempfile.gettempdir()) / "berteval-app"
+
+CSS = """
+.berteval-status { border: 1px solid #e5a50a; background: #fff8e1; border-radius: 6px; padding: 8px 12px; }
+.berteval-status p { margin: 0; color: #5c4400; }
+.berteval-note p { color: #555; font-size: 0.92em; }
+"""
+
+INTRO = """# berteval: BERT's heads, tried by hand
+Sentence classification reads **one vector** per input (the `[CLS]` state, `pooler_output` or a mean over
+tokens); extractive QA reads **every token**, twice (a start and an end logit); next-sentence prediction reads
+the pooler. Try each below, look inside the encoder, and compare the measured heads on the leaderboard."""
+
+EXAMPLES = {
+    "classify": [
+        ["A gorgeous, witty, seductive movie.", "mean"],
+        ["The plot is a mess and the acting is even worse.", "cls"],
+        ["It's not a bad film, just a forgettable one.", "pooler"],
+    ],
+    "qa": [
+        ["In what country is Normandy located?",
+         "The Normans were the people who in the 10th and 11th centuries gave their name to Normandy, a region "
+         "in France. They were descended from Norse raiders and pirates from Denmark, Iceland and Norway who, "
+         "under their leader Rollo, agreed to swear fealty to King Charles III of West Francia."],
+        ["What does the pooler apply to the first token's state?",
+         "BERT's pooler takes the final hidden state of the [CLS] token, multiplies it by a learned matrix, adds "
+         "a bias and applies a tanh. It was trained by next-sentence prediction during pre-training."],
+    ],
+    "nsp": [
+        ["The Normans gave their name to Normandy, a region in France.",
+         "They were descended from Norse raiders and pirates from Denmark, Iceland and Norway."],
+        ["The Normans gave their name to Normandy, a region in France.",
+         "The quarterback threw for three touchdowns in the second half."],
+    ],
+    "inside": [["The cat sat on the mat."], ["BERT reads every token, but a classifier reads one vector."]],
+}
+
+
+def _status(message: str = ""):
+    """The tab's message box: shown with the message, hidden when there is none."""
+    return gr.update(value=message, visible=bool(message))
+
+
+def _shown(*empty):
+    """Run a handler; on failure show each output's `empty` value and the reason in the message box (the last output)."""
+    def wrap(fn):
+        @functools.wraps(fn)
+        def run(*args):
+            try:
+                return (*fn(*args), _status())
+            except BertevalError as exc:
+                message = str(exc)
+            except Exception as exc:  # noqa: BLE001: a visitor sees a message, the log keeps the traceback
+                log.exception("handler %s failed", fn.__name__)
+                message = f"Something went wrong ({type(exc).__name__}: {exc}). The server log has the details."
+            return (*empty, _status(f"⚠️ {message}"))
+        return run
+    return wrap
+
+
+# --- Classify -----------------------------------------------------------------------------------------
+
+def _head_line(head: sentiment.SentimentHead) -> str:
+    return (f"dev accuracy {head.dev_accuracy:.4f} (seed {head.seed}; mean over {head.n_seeds} seeds "
+            f"{head.mean_dev_accuracy:.4f}), record `{head.run_id}`")
+
+
+@_shown(None, "", "")
+def classify(model_text: str, sentence: str, pooling: str):
+    name = demo.model_name(model_text)
+    text = demo.check_text(sentence, "sentence")
+    clf = demo.classifier(name)
+    heads = {p: clf.heads[p] for p in HEADS if p in clf.heads}
+    if pooling not in heads:
+        raise BertevalError(f"no committed SST-2 head reads `{pooling}` for {clf.model.model_id}; "
+                            f"available: {', '.join(heads) or 'none'}.")
+    probs = sentiment.p_positive(clf.model, heads, text)
+    p = probs[pooling]
+    about = (f"**Head:** logistic-regression probe on `{pooling}` (last layer) of {clf.model.model_id}, trained "
+             f"on {heads[pooling].n_train:,} SST-2 sentences; {_head_line(heads[pooling])}.")
+    if pooling == "pooler":
+        about += f"\n\n**This model's pooler** is {clf.model.heads.pooler_provenance}."
+    rows = "\n".join(f"| `{h}` | {probs[h]:.3f} | {'positive' if probs[h] >= 0.5 else 'negative'} | "
+                     f"{heads[h].dev_accuracy:.4f} |" for h in heads)
+    compare = ("**The same sentence under every head** (one forward pass feeds all of them):\n\n"
+               "| head reads | P(positive) | verdict | its dev accuracy |\n|---|---|---|---|\n" + rows)
+    return {"positive": p, "negative": 1.0 - p}, about, compare
+
+
+# --- Answer -------------------------------------------------------------------------------------------
+
+@_shown(None, EMPTY_NBEST, None, "")
+def answer(model_text: str, question: str, context: str):
+    name = demo.model_name(model_text)
+    q = demo.check_text(question, "question")
+    ctx = demo.check_text(context, "context")
+    qa_model = demo.qa_model(name)
+    ans = qa.answer(qa_model, q, ctx)
+    if not ans.nbest:
+        raise BertevalError("No answer span was found in the context (every candidate fell outside it).")
+    best = ans.nbest[0]
+    highlighted = {"text": ctx, "entities": [{"entity": "answer", "start": best.start_char, "end": best.end_char}]}
+    nbest = pd.DataFrame([[i + 1, c.text, round(c.probability, 4), round(c.score, 2), f"{c.start_char}–{c.end_char}",
+                           c.window + 1] for i, c in enumerate(ans.nbest[:N_BEST_SHOWN])], columns=NBEST_COLUMNS)
+    fig = logits.start_end_logits(ans.tokens, ans.start_logits, ans.end_logits, best.start_token, best.end_token,
+                                  sep_token=getattr(qa_model.tokenizer, "sep_token", None) or "[SEP]")
+    windows = ("one window" if ans.n_windows == 1 else
+               f"{ans.n_windows} overlapping windows (doc stride); the chart shows window {best.window + 1}, "
+               f"where the best answer is")
+    about = (f"**Answer:** “{best.text}” (probability {best.probability:.2f} among the n-best). "
+             f"**Head:** {qa_model.source}. The context was read in {windows}.")
+    return highlighted, nbest, fig, about
+
+
+# --- Next sentence ------------------------------------------------------------------------------------
+
+@_shown(None, "")
+def next_sentence(model_text: str, a: str, b: str):
+    name = demo.model_name(model_text)
+    first = demo.check_text(a, "sentence")
+    second = demo.check_text(b, "sentence")
+    head = demo.nsp_head(name)
+    pred = head.predict(first, second)
+    about = f"**P(IsNext) = {pred.p_is_next:.3f}**, answered by the {pred.source}."
+    if head.weight is not None:
+        about += (f"\n\n{head.model.model_id} has no pretrained next-sentence head (transformers would attach a "
+                  f"random one), so a probe trained on NSP pairs answers instead: a logistic regression on "
+                  f"`{head.pooling}`, dev accuracy {head.dev_accuracy:.4f} (mean over seeds), record `{head.run_id}`.")
+    return {"IsNext": pred.p_is_next, "NotNext": 1.0 - pred.p_is_next}, about
+
+
+# --- Inside BERT --------------------------------------------------------------------------------------
+
+def _inside_markdown(r) -> str:
+    t, h = r.last_hidden_state_shape[1], r.last_hidden_state_shape[-1]
+    lines = [f"**{r.model_id}**, {t} tokens: `{' '.join(r.tokens)}`", "",
+             "| output | shape | what it is |", "|---|---|---|",
+             f"| `last_hidden_state` | `{r.last_hidden_state_shape}` | one {h}-d vector per token: what span QA "
+             f"reads (two logits each) |"]
+    if r.pooler_output_shape is not None:
+        lines.append(f"| `pooler_output` | `{r.pooler_output_shape}` | one vector per input: tanh(W·h_[CLS] + b) |")
+    else:
+        lines.append("| `pooler_output` | none | this architecture has no pooler |")
+    lines += ["", "**Pooler check.** "]
+    if r.pooler_by_hand_max_abs_diff is not None:
+        ok = "equal" if r.pooler_by_hand_max_abs_diff < 1e-5 else "NOT equal"
+        lines[-1] += (f"Recomputed by hand as {r.pooler_formula} from `last_hidden_state[:, 0]`: max abs "
+                      f"difference from `pooler_output` = **{r.pooler_by_hand_max_abs_diff:.2e}** ({ok}).")
+    else:
+        lines[-1] += r.pooler_formula + "."
+    lines += ["", "**How far apart are the vectors a classifier could read?** (cosine similarity)", "",
+              "| pair | cosine |", "|---|---|"]
+    lines += [f"| `{a}` vs `{b}` | {c:.3f} |" for (a, b), c in r.cosine.items()]
+    lines += ["", "Norms: " + ", ".join(f"`{n}` {v:.2f}" for n, v in r.norms.items()) + ".",
+              "", f"**This model's pooler:** {r.pooler_provenance}."]
+    return "\n".join(lines)
+
+
+@_shown("")
+def look_inside(model_text: str, text: str):
+    name = demo.model_name(model_text)
+    return (_inside_markdown(demo.look_inside(name, demo.check_text(text, "sentence"))),)
+
+
+# --- Leaderboard --------------------------------------------------------------------------------------
+
+FIGURES = ("ablation", "layers", "heatmap", "significance")
+
+
+def _filter(value):
+    return None if value in (None, "", "all") else value
+
+
+def _csv_file(text: str) -> str:
+    """The table as a CSV file for the download button; named by content, so a repeated view reuses it."""
+    CSV_DIR.mkdir(parents=True, exist_ok=True)
+    path = CSV_DIR / f"berteval-leaderboard-{hashlib.sha256(text.encode()).hexdigest()[:12]}.csv"
+    if not path.exists():
+        path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+@_shown("", EMPTY_TABLE, None, *(None for _ in FIGURES))
+def board(model, task, pooling, regime, search):
+    v = leaderboard.views(model=_filter(model), task=_filter(task), pooling=_filter(pooling),
+                          regime=_filter(regime), search=search or None)
+    summary = f"{v['n_records']} records match; {len(v['table'])} rows (one per setup, aggregated over seeds)."
+    if v["problems"]:
+        summary += "\n\nSkipped bad record lines: " + "; ".join(f"`{p}`" for p in v["problems"][:5])
+    shown = v["table"][TABLE_SHOWN].round({"ci95_low": 4, "ci95_high": 4})
+    return (summary, shown, _csv_file(v["csv"]), *(v[f] for f in FIGURES))
+
+
+def board_choices():
+    choices = leaderboard.views()["choices"]
+    return tuple(gr.update(choices=["all", *choices[f]]) for f in ("model", "task", "pooling", "regime"))
+
+
+# --- The page -----------------------------------------------------------------------------------------
+
+def _note(text: str) -> None:
+    gr.Markdown(text, elem_classes=["berteval-note"])
+
+
+def _status_box(key: str) -> gr.Markdown:
+    """The tab's message box, hidden until a handler has something to say."""
+    return gr.Markdown(visible=False, elem_id=f"{key}-status", elem_classes=["berteval-status"])
+
+
+def _wire(key: str, button: gr.Button, fn, inputs: list, outputs: list, api_name: str) -> None:
+    """The tab's examples (filling the inputs after the model box) and its button, wired to `fn`."""
+    gr.Examples(EXAMPLES[key], inputs[1:], label="Examples", elem_id=f"{key}-examples")
+    button.click(fn, inputs, outputs, api_name=api_name)
+
+
+def build_demo() -> gr.Blocks:
+    with gr.Blocks(title="berteval: BERT's heads, tried by hand", analytics_enabled=False) as page:
+        gr.Markdown(INTRO)
+        model_box = gr.Textbox(value=models.DEFAULT, label="Encoder", max_lines=1, elem_id="model",
+                               info="'default' is the embedded all-MiniLM-L6-v2 (works offline). A hub id such "
+                                    "as bert-base-uncased works where the hub is reachable.")
+        with gr.Tabs():
+            with gr.Tab("Classify", id="classify"):
+                _note("A sentence → positive / negative, by the committed SST-2 probe head reading the vector you "
+                      "choose.")
+                with gr.Row():
+                    with gr.Column():
+                        sentence = gr.Textbox(label="Sentence", lines=2, elem_id="classify-sentence")
+                        pooling = gr.Radio(list(HEADS), value="mean", label="The head reads")
+                        go_classify = gr.Button("Classify", variant="primary")
+                    with gr.Column():
+                        label = gr.Label(label="Sentiment", num_top_classes=2, elem_id="classify-label")
+                        about = gr.Markdown(elem_id="classify-about")
+                        compare = gr.Markdown(elem_id="classify-compare")
+                status = _status_box("classify")
+                _wire("classify", go_classify, classify, [model_box, sentence, pooling], [label, about, compare, status],
+                      "classify")
+
+            with gr.Tab("Answer", id="answer"):
+                _note("A question and a context → the answer span. The head scores every token twice (start and "
+                      "end); the chart shows both.")
+                with gr.Row():
+                    with gr.Column():
+                        question = gr.Textbox(label="Question", max_lines=2, elem_id="qa-question")
+                        context = gr.Textbox(label="Context", lines=7, elem_id="qa-context")
+                        go_answer = gr.Button("Answer", variant="primary")
+                    with gr.Column():
+                        highlighted = gr.HighlightedText(label="Answer in the context", color_map={"answer": "#2ca02c"},
+                                                         show_inline_category=False, elem_id="qa-highlight")
+                        qa_about = gr.Markdown(elem_id="qa-about")
+                qa_status = _status_box("qa")
+                nbest = gr.Dataframe(EMPTY_NBEST, label="n-best answers", interactive=False, wrap=True, elem_id="qa-nbest",
+                                     column_widths=["7%", "45%", "13%", "15%", "12%", "8%"])
+                qa_plot = gr.Plot(label="Start and end logits", elem_id="qa-logits")
+                _wire("qa", go_answer, answer, [model_box, question, context],
+                      [highlighted, nbest, qa_plot, qa_about, qa_status], "answer")
+
+            with gr.Tab("Next sentence", id="nsp"):
+                _note("Sentence A and sentence B → does B follow A? BERT's pre-training asked exactly this, through "
+                      "the pooler.")
+                with gr.Row():
+                    with gr.Column():
+                        sent_a = gr.Textbox(label="Sentence A", lines=2, elem_id="nsp-a")
+                        sent_b = gr.Textbox(label="Sentence B", lines=2, elem_id="nsp-b")
+                        go_nsp = gr.Button("Does B follow A?", variant="primary")
+                    with gr.Column():
+                        nsp_label = gr.Label(label="Next sentence", num_top_classes=2, elem_id="nsp-label")
+                        nsp_about = gr.Markdown(elem_id="nsp-about")
+                nsp_status = _status_box("nsp")
+                _wire("nsp", go_nsp, next_sentence, [model_box, sent_a, sent_b], [nsp_label, nsp_about, nsp_status],
+                      "next_sentence")
+
+            with gr.Tab("Inside BERT", id="inside"):
+                _note("What `last_hidden_state` and `pooler_output` are for one input, the pooler recomputed by "
+                      "hand, and how far apart `cls`, `pooler` and `mean` are.")
+                inside_text = gr.Textbox(label="Input", lines=2, elem_id="inside-text")
+                go_inside = gr.Button("Look inside", variant="primary")
+                inside_status = _status_box("inside")
+                inside_report = gr.Markdown(elem_id="inside-report")
+                _wire("inside", go_inside, look_inside, [model_box, inside_text], [inside_report, inside_status],
+                      "inside")
+
+            with gr.Tab("Leaderboard", id="leaderboard"):
+                _note("Every committed result record, aggregated over seeds. Filters apply to the table and the "
+                      "figures.")
+                with gr.Row():
+                    filters = [gr.Dropdown(["all"], value="all", label=f, allow_custom_value=True)
+                               for f in ("model", "task", "pooling", "regime")]
+                    search = gr.Textbox(label="search", placeholder="words that every row must contain", max_lines=1,
+                                        elem_id="board-search")
+                board_status = _status_box("board")
+                summary = gr.Markdown(elem_id="board-summary")
+                table = gr.Dataframe(EMPTY_TABLE, label="Leaderboard", interactive=False, max_height=640,
+                                     elem_id="board-table")
+                with gr.Row():
+                    download = gr.DownloadButton("Download CSV (every column)", size="sm", scale=0, min_width=220,
+                                                 elem_id="board-csv")
+                plots = [gr.Plot(label=f) for f in FIGURES]
+                outputs = [summary, table, download, *plots, board_status]
+                for control in (*filters, search):
+                    control.change(board, [*filters, search], outputs, api_visibility="private")
+                page.load(board_choices, None, filters, api_visibility="private")
+                page.load(board, [*filters, search], outputs, api_name="leaderboard")
+    page.queue(default_concurrency_limit=CONCURRENCY, max_size=QUEUE_SIZE)
+    return page
+
+
+def main(argv: list[str] | None = None) -> None:
+    import torch
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--host", default=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"))
+    parser.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", "7860")))
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    torch.set_num_threads(TORCH_THREADS)
+    for problem in demo.warm(models.DEFAULT):  # load once before the first visitor; say what is missing
+        log.warning("not available yet: %s", problem)
+    build_demo().launch(server_name=args.host, server_port=args.port, ssr_mode=False, show_error=False,
+                        css=CSS, footer_links=["api", "gradio"])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

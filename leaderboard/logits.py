@@ -1,0 +1,55 @@
+"""Span QA's two logits per token, drawn: the app's "why two logits" chart.
+
+An extractive QA head scores every token of the window twice, once as the answer's start
+and once as its end; the answer is the best-scoring (start <= end) pair inside the
+context. Plotting both curves over the tokens, with the question part shaded and the
+chosen start and end marked, shows it at a glance. Pure: arrays in, `go.Figure` out, and
+like the leaderboard's figures it fails soft.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from .figures import FONT, fails_soft, message
+
+START_COLOUR, END_COLOUR = "#1f77b4", "#d62728"
+TITLE = "Start and end logits per token"
+MAX_TICK_LABELS = 60  # beyond this many tokens the axis shows positions; hover still names each token
+
+
+@fails_soft(TITLE)
+def start_end_logits(tokens: list[str], start_logits, end_logits, start_token: int | None = None,
+                     end_token: int | None = None, sep_token: str = "[SEP]") -> go.Figure:
+    """tokens: the window's tokens; start_logits, end_logits: (T,) each; the answer's token span, if any."""
+    s = np.asarray(start_logits, dtype=float)  # (T,)
+    e = np.asarray(end_logits, dtype=float)  # (T,)
+    n = min(len(tokens), len(s), len(e))
+    if n == 0:
+        return message(TITLE, "no tokens to show")
+    tokens, s, e = list(tokens[:n]), s[:n], e[:n]
+    x = np.arange(n)
+    fig = go.Figure()
+    if sep_token in tokens:  # [CLS] question [SEP] context [SEP]: the question cannot hold the answer
+        q_end = tokens.index(sep_token)
+        fig.add_vrect(x0=-0.5, x1=q_end + 0.5, fillcolor="#999", opacity=0.12, line_width=0,
+                      annotation_text="question", annotation_position="top left")
+    hover = "%{customdata}<br>token %{x}<br>%{fullData.name} logit %{y:.2f}<extra></extra>"
+    for name, values, colour in (("start", s, START_COLOUR), ("end", e, END_COLOUR)):
+        fig.add_trace(go.Scatter(x=x, y=values, mode="lines+markers", name=f"{name} logit", customdata=tokens,
+                                 hovertemplate=hover, line=dict(color=colour, width=1.5), marker=dict(size=4)))
+    for idx, values, colour, label in ((start_token, s, START_COLOUR, "answer start"),
+                                       (end_token, e, END_COLOUR, "answer end")):
+        if idx is not None and 0 <= idx < n:
+            fig.add_trace(go.Scatter(x=[idx], y=[values[idx]], mode="markers+text", name=label,
+                                     text=[f"{label}: {tokens[idx]}"], textposition="top center",
+                                     marker=dict(size=13, color=colour, symbol="star", line=dict(width=1, color="#fff")),
+                                     hoverinfo="skip", showlegend=False))
+    xaxis = dict(title="token position in the window", zeroline=False)
+    if n <= MAX_TICK_LABELS:
+        xaxis.update(tickmode="array", tickvals=list(x), ticktext=tokens, tickangle=-60, title=None)
+    fig.update_layout(title=dict(text=TITLE), template="plotly_white", font=FONT, height=380, xaxis=xaxis,
+                      yaxis=dict(title="logit"), hovermode="closest", margin=dict(t=70, b=60, l=60, r=20),
+                      legend=dict(orientation="h", y=1.02, yanchor="bottom", x=1, xanchor="right"))
+    return fig

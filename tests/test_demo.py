@@ -1,0 +1,124 @@
+"""What the app runs, without the app: SST-2 demo heads, Inside BERT, input limits, the logits chart."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from berteval import demo, inside, models, runner, sentiment
+from berteval.errors import BertevalError
+from berteval.tasks import get
+from leaderboard import logits
+
+
+@pytest.fixture(scope="module")
+def tiny_results(tiny_models, tiny_sst2, tmp_path_factory):
+    """Committed-style SST-2 probe records and heads for the tiny model: 3 poolings x 2 seeds."""
+    out = tmp_path_factory.mktemp("results")
+    runner.run(runner.RunSpec(task=get("sst2"), model=str(tiny_models["pretraining"]),
+                              poolings=["cls", "pooler", "mean"], seeds=[0, 1], data_dir=tiny_sst2, out=out,
+                              progress=False))
+    return out
+
+
+def test_one_head_per_pooling_the_best_seed_with_its_accuracy(tiny_models, tiny_results):
+    from berteval import records
+
+    model = models.load(str(tiny_models["pretraining"]))
+    heads = sentiment.committed_heads(model, tiny_results)
+    assert list(heads) == ["cls", "pooler", "mean"]  # registry order
+    recs, _ = records.read_records([tiny_results / "sst2.jsonl"])
+    for name, head in heads.items():
+        mine = [r for r in recs if r.pooling == name]
+        best = min(mine, key=lambda r: (-r.main_value, r.seed))
+        assert (head.run_id, head.seed, head.dev_accuracy) == (best.run_id, best.seed, best.main_value)
+        assert head.mean_dev_accuracy == pytest.approx(np.mean([r.main_value for r in mine]))
+        assert head.n_seeds == 2 and head.weight.shape == (1, 16) and head.bias.shape == (1,)
+
+
+def test_live_heads_reproduce_the_recorded_dev_probabilities(tiny_models, tiny_sst2, tiny_results):
+    """The page's P(positive) for a dev sentence is the probability the run recorded for it."""
+    model = models.load(str(tiny_models["pretraining"]))
+    heads = sentiment.committed_heads(model, tiny_results)
+    dev = [line.rsplit("\t", 1)[0] for line in (tiny_sst2 / "sst2" / "dev.tsv").read_text().splitlines()[1:]]
+    for name, head in heads.items():
+        recorded = json.loads((tiny_results / f"predictions/sst2/{head.run_id}.json").read_text())["proba"]
+        live = [sentiment.p_positive(model, {name: head}, s)[name] for s in dev[:5]]
+        np.testing.assert_allclose(live, recorded[:5], atol=2e-5)
+
+
+def test_heads_of_another_model_are_not_used(tiny_models, tiny_results):
+    other = models.load(str(tiny_models["base"]))
+    with pytest.raises(BertevalError, match="no committed SST-2 probe heads"):
+        sentiment.committed_heads(other, tiny_results)
+
+
+def test_committed_default_heads_cover_the_three_vectors():
+    heads = sentiment.committed_heads(models.load("default"))
+    assert {"cls", "pooler", "mean"} <= set(heads)
+    assert all(h.n_seeds == 3 and 0.7 < h.dev_accuracy < 0.9 for h in heads.values())
+    assert heads["mean"].dev_accuracy > heads["cls"].dev_accuracy  # the README's finding, per chosen seed too
+
+
+@pytest.mark.parametrize("kind", ["pretraining", "base"])
+def test_pooler_recomputed_by_hand_equals_pooler_output(tiny_models, kind):
+    report = inside.look_inside(models.load(str(tiny_models[kind])), "the movie was good")
+    t = len(report.tokens)
+    assert report.last_hidden_state_shape == (1, t, 16) and report.pooler_output_shape == (1, 16)
+    assert report.pooler_by_hand_max_abs_diff is not None and report.pooler_by_hand_max_abs_diff < 1e-6
+    assert set(report.cosine) == {("cls", "pooler"), ("cls", "mean"), ("pooler", "mean")}
+    assert all(-1.0 <= c <= 1.0 for c in report.cosine.values())
+    assert report.pooler_provenance.startswith("pretrained")
+
+
+def test_no_pooler_no_recomputation(tiny_models):
+    report = inside.look_inside(models.load(str(tiny_models["distilbert"])), "the movie was good")
+    assert report.pooler_output_shape is None and report.pooler_by_hand_max_abs_diff is None
+    assert "no pooler" in report.pooler_formula and report.pooler_provenance.startswith("none")
+    assert set(report.cosine) == {("cls", "mean")}
+
+
+def test_a_random_pooler_is_recomputed_and_called_random(tiny_models):
+    report = inside.look_inside(models.load(str(tiny_models["nopooler"])), "the movie was good")
+    assert report.pooler_by_hand_max_abs_diff < 1e-6
+    assert report.pooler_provenance.startswith("random")
+
+
+def test_inside_the_default_model_says_its_pooler_was_never_trained():
+    report = inside.look_inside(models.load("default"), "The cat sat on the mat.")
+    assert report.last_hidden_state_shape == (1, 9, 384) and report.pooler_by_hand_max_abs_diff < 1e-5
+    assert "never trained" in report.pooler_provenance
+
+
+def test_input_limits():
+    assert demo.check_text("  a sentence ", "sentence") == "a sentence"
+    with pytest.raises(BertevalError, match="sentence is empty"):
+        demo.check_text("   ", "sentence")
+    with pytest.raises(BertevalError, match=r"1,001 characters; the limit is 1,000"):
+        demo.check_text("x" * 1001, "sentence")
+    assert demo.model_name("") == demo.model_name(None) == models.DEFAULT
+    assert demo.model_name(" bert-base-uncased ") == "bert-base-uncased"
+
+
+def test_a_missing_model_is_a_message_not_a_crash(tmp_path):
+    with pytest.raises(BertevalError, match="not an existing local folder"):
+        demo.look_inside(str(tmp_path / "nothing-here"), "text")
+
+
+def test_logits_chart_marks_the_answer_and_shades_the_question():
+    tokens = ["[CLS]", "where", "?", "[SEP]", "in", "paris", "[SEP]"]
+    fig = logits.start_end_logits(tokens, np.arange(7.0), -np.arange(7.0), 5, 5)
+    names = [t.name for t in fig.data]
+    assert names[:2] == ["start logit", "end logit"] and "answer start" in names and "answer end" in names
+    assert list(fig.data[0].customdata) == tokens
+    assert fig.layout.shapes[0].x1 == 3.5  # the question part, up to its [SEP]
+    assert list(fig.layout.xaxis.ticktext) == tokens  # short windows show the tokens on the axis
+
+
+def test_logits_chart_fails_soft():
+    fig = logits.start_end_logits([], [], [])
+    assert "no tokens" in fig.layout.annotations[0].text
+    broken = logits.start_end_logits(["a"], None, [1.0])
+    assert "could not draw" in broken.layout.annotations[0].text
