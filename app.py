@@ -47,6 +47,9 @@ TABLE_SHOWN = ["task", "regime", "pooling", "layer", "main_metric", "mean ± std
 EMPTY_TABLE = pd.DataFrame(columns=TABLE_SHOWN)
 CSV_DIR = Path(tempfile.gettempdir()) / "berteval-app"
 
+# System fonts: Gradio's bundled Source Sans Pro SemiBold lacks most capitals, so bold text mixed two fonts
+# ("BERT" drawn with a small B); one system stack renders every weight from one family, offline too.
+THEME = gr.themes.Default(font=("ui-sans-serif", "system-ui", "sans-serif"))
 CSS = """
 .berteval-status { border: 1px solid #e5a50a; background: #fff8e1; border-radius: 6px; padding: 8px 12px; }
 .berteval-status p { margin: 0; color: #5c4400; }
@@ -327,7 +330,7 @@ def build_demo() -> gr.Blocks:
                 _wire("inside", go_inside, look_inside, [model_box, inside_text], [inside_report, inside_status],
                       "inside")
 
-            with gr.Tab("Leaderboard", id="leaderboard"):
+            with gr.Tab("Leaderboard", id="leaderboard") as board_tab:
                 _note("Every committed result record, aggregated over seeds. Filters apply to the table and the "
                       "figures.")
                 with gr.Row():
@@ -346,8 +349,10 @@ def build_demo() -> gr.Blocks:
                 outputs = [summary, table, download, *plots, board_status]
                 for control in (*filters, search):
                     control.change(board, [*filters, search], outputs, api_visibility="private")
-                page.load(board_choices, None, filters, api_visibility="private")
-                page.load(board, [*filters, search], outputs, api_name="leaderboard")
+                # Built when the tab is opened, not on every page load: records are re-read each time (a run
+                # may have added some), and a visitor who never opens the tab costs nothing.
+                board_tab.select(board_choices, None, filters, api_visibility="private")
+                board_tab.select(board, [*filters, search], outputs, api_name="leaderboard")
     page.queue(default_concurrency_limit=CONCURRENCY, max_size=QUEUE_SIZE)
     return page
 
@@ -364,7 +369,7 @@ def main(argv: list[str] | None = None) -> None:
     for problem in demo.warm(models.DEFAULT):  # load once before the first visitor; say what is missing
         log.warning("not available yet: %s", problem)
     build_demo().launch(server_name=args.host, server_port=args.port, ssr_mode=False, show_error=False,
-                        css=CSS, footer_links=["api", "gradio"])
+                        theme=THEME, css=CSS, footer_links=["api", "gradio"])
 
 
 if __name__ == "__main__":

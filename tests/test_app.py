@@ -99,3 +99,11 @@ def test_leaderboard_filters_table_and_csv():
     assert len(full) == len(table) and "model_revision" in full.columns  # the download keeps every column
     assert len(figures) == len(app.FIGURES) and all(hasattr(f, "to_plotly_json") for f in figures)
 
+
+
+def test_a_hub_model_offline_is_a_clear_message(monkeypatch):
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    report, box = app.look_inside("berteval-tests/not-in-any-cache", "The cat sat on the mat.")
+    assert report == "" and "Hub is not reachable" in box["value"] and "Traceback" not in box["value"]

@@ -122,3 +122,22 @@ def test_logits_chart_fails_soft():
     assert "no tokens" in fig.layout.annotations[0].text
     broken = logits.start_end_logits(["a"], None, [1.0])
     assert "could not draw" in broken.layout.annotations[0].text
+
+
+def test_qa_model_for_a_checkpoint_uses_its_own_trained_head_or_refuses(tiny_models, tmp_path):
+    from transformers import BertForQuestionAnswering
+
+    from conftest import _tokenizer, tiny_config
+
+    folder = tmp_path / "tiny-squad"
+    folder.mkdir()
+    BertForQuestionAnswering(tiny_config()).save_pretrained(folder)
+    _tokenizer(folder).save_pretrained(folder)
+    assert demo.qa_model(str(folder)).source.startswith("pretrained QA head of")
+    with pytest.raises(BertevalError, match="no trained QA head"):
+        demo.qa_model(str(tiny_models["pretraining"]))
+
+
+def test_warm_lists_what_a_model_lacks_without_raising(tiny_models):
+    problems = demo.warm(str(tiny_models["base"]))
+    assert [p.split(":")[0] for p in problems] == ["SST-2 heads", "QA model", "NSP head"]
