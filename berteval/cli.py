@@ -27,6 +27,7 @@ EXAMPLES = """examples:
   python -m berteval ls
   python -m berteval validate leaderboard/results/*.jsonl
   python -m berteval summary leaderboard/results/sst2.jsonl --markdown
+  python -m berteval bench --data-dir ../shared/data --json /tmp/bench.json
 """
 
 
@@ -79,6 +80,11 @@ def _parser() -> argparse.ArgumentParser:
     s = sub.add_parser("summary", help="mean ± std and 95%% interval across seeds, per model x task x pooling x layer")
     s.add_argument("files", nargs="+")
     s.add_argument("--markdown", action="store_true", help="print a Markdown table")
+
+    from .bench import add_arguments as bench_arguments
+
+    bench_arguments(sub.add_parser("bench", help="sentences/s and QA windows/s of berteval vs transformers' pipeline "
+                                                 "and sentence-transformers, on the same model and data"))
     return ap
 
 
@@ -187,7 +193,13 @@ def _cmd_summary(args) -> int:
     return 0
 
 
-COMMANDS = {"run": _cmd_run, "ls": _cmd_ls, "validate": _cmd_validate, "summary": _cmd_summary}
+def _cmd_bench(args) -> int:
+    from .bench import command
+
+    return command(args)
+
+
+COMMANDS = {"run": _cmd_run, "ls": _cmd_ls, "validate": _cmd_validate, "summary": _cmd_summary, "bench": _cmd_bench}
 
 
 def _glue_negative_lists(argv: list[str]) -> list[str]:

@@ -1,0 +1,83 @@
+"""The bench verb end to end on the tiny model, its FLOP count, and the encoder path's vectors."""
+
+import json
+
+import numpy as np
+import pytest
+from transformers import BertConfig
+
+from berteval import bench, features, models
+from berteval.cli import main
+
+from conftest import tiny_config
+
+
+def test_flops_of_a_known_config_by_hand():
+    cfg = tiny_config()  # hidden 16, intermediate 32, 2 layers
+    # per token and layer: 2 * (4*16*16 + 2*16*32) = 4096; per sequence: 4 * 16 * T^2
+    want = 2 * (4096 * (3 + 5) + 4 * 16 * (3**2 + 5**2))
+    assert bench.encoder_flops(cfg, [3, 5]) == want
+    minilm = BertConfig(hidden_size=384, intermediate_size=1536, num_hidden_layers=6, num_attention_heads=12)
+    # one 128-token sequence: 6 layers * (3,538,944 FLOPs per token * 128 + 4 * 384 * 128^2)
+    assert bench.encoder_flops(minilm, [128]) == 6 * (3_538_944 * 128 + 4 * 384 * 128**2)
+
+
+def test_bench_verb_runs_end_to_end_on_the_tiny_model(tiny_models, tiny_sst2, tmp_path, capsys):
+    out = tmp_path / "bench.json"
+    rc = main(["bench", "--model", str(tiny_models["pretraining"]), "--data-dir", str(tiny_sst2),
+               "--sentences", "10", "--windows", "5", "--window-length", "32", "--repeats", "2", "--json", str(out)])
+    assert rc == 0
+    text = capsys.readouterr().out
+    for path in ("berteval", "transformers pipeline", "sentence-transformers"):
+        assert text.count(path) >= 2, path  # a row in each section
+    assert "matmul peak: fp32" in text and "SST-2 dev from" in text and "built-in sample" in text
+    assert text.count(" ok") == 2, "fp32 pooled vectors agree with both peers"
+    rep = json.loads(out.read_text())
+    assert {t["section"] for t in rep["timings"]} == {"sentences", "qa windows"}
+    for t in rep["timings"]:
+        assert len(t["times_s"]) == 2 and t["per_s"] > 0 and t["gflop"] > 0
+        assert t["n_items"] == (10 if t["section"] == "sentences" else 5)
+    assert all(v <= bench.PARITY_TOL for k, v in rep["parity"].items() if "bf16" not in k)
+
+
+def test_qa_windows_are_the_runs_windows_and_peers_get_the_same_text(tiny_models):
+    m = models.load(str(tiny_models["pretraining"]))
+    questions = [("good movie ?", " ".join(["the plot was very dull and the acting poor ."] * 12))]
+    w = bench.qa_windows(m.tokenizer, questions, 3, 32)
+    assert len(w) == 3 and all(len(f["input_ids"]) == 32 for f in w.features)
+    texts = bench.window_texts(m.tokenizer, w, questions)
+    ids = m.tokenizer(texts, truncation=True, max_length=32)["input_ids"]
+    # the same words in the same places; only a word piece cut at a window edge may differ
+    assert all(abs(len(a) - len(f["input_ids"])) <= 1 for a, f in zip(ids, w.features))
+
+
+def test_bf16_is_close_and_fp32_is_unchanged(tiny_models):
+    m = models.load(str(tiny_models["pretraining"]))
+    texts = ["good movie", "the plot was very dull and the acting poor", "fun"]
+    kw = dict(data_sha256="b", poolings=["cls", "mean"], use_cache=False, progress=False)
+    f32 = features.encode(m, texts, dtype="fp32", **kw).vectors
+    f16 = features.encode(m, texts, dtype="bf16", **kw).vectors
+    for k in f32:
+        assert f16[k].dtype == np.float32
+        np.testing.assert_allclose(f16[k], f32[k], atol=0.05)
+    with pytest.raises(Exception):
+        features.encode(m, texts, dtype="fp16", **kw)
+
+
+def test_squad_by_dtype_scores_the_same_model_in_each_dtype(tiny_models, tmp_path):
+    from berteval import qa
+
+    context = "the movie was good and the plot was very dull . " * 4
+    qas = [{"id": f"q{i}", "question": "what was the plot", "answers": [{"text": "very dull", "answer_start": 35}]}
+           for i in range(3)]
+    doc = {"version": "1.1", "data": [{"title": "t", "paragraphs": [{"context": context, "qas": qas}]}]}
+    (tmp_path / "squad").mkdir()
+    for name in ("dev-v1.1.json", "train-subset.json"):
+        (tmp_path / "squad" / name).write_text(json.dumps(doc))
+    m = models.load(str(tiny_models["pretraining"]))
+    span = qa.QAModel(qa.head_model(m), m.tokenizer, "tiny")
+    source, rows = bench.squad_by_dtype(tmp_path, span, limit=2, max_length=32, log=lambda _: None)
+    assert [r.dtype for r in rows] == ["fp32", "bf16"] and source == "tiny"
+    assert all(r.n_questions == 2 and r.n_windows >= 2 and 0 <= r.f1 <= 100 for r in rows)
+    text = bench.format_squad(source, rows)
+    assert "bf16 - fp32: EM" in text
