@@ -114,6 +114,7 @@ def save_adapter(model: torch.nn.Module, folder: Path, info: dict) -> None:
         return
     folder.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(str(folder))
+    (folder / "README.md").unlink(missing_ok=True)  # peft's empty model-card template says nothing
     (folder / ADAPTER_CONFIG).write_text(json.dumps(info, indent=1, sort_keys=True))
 
 

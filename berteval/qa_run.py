@@ -228,7 +228,9 @@ def run_probe(spec: RunSpec) -> RunReport:
     def plan(s: _Setup, tw: Windows, seed: int) -> _Plan:
         model = qa.head_model(s.loaded)
         if "hidden" not in cached:
+            t0 = time.perf_counter()
             cached["hidden"] = _hidden_states(s, spec, model, tw)
+            cached["hidden_wall_s"] = round(time.perf_counter() - t0, 1)
         hidden = cached["hidden"]
 
         def collate(idx: list[int]) -> dict:
@@ -241,7 +243,7 @@ def run_probe(spec: RunSpec) -> RunReport:
 
         def finish(head: _SpanHead, rid: str):
             model.qa_outputs.load_state_dict(head.qa_outputs.state_dict())
-            return model, {}
+            return model, {"hidden_states_wall_s": cached["hidden_wall_s"]}  # the one forward pass over train
 
         return _Plan(_SpanHead(torch.nn.Linear(model.config.hidden_size, 2)), _WindowSet(tw), collate,
                      lambda m, b: m(**b), finish)
