@@ -24,6 +24,7 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # offline: no teleme
 
 import gradio as gr  # noqa: E402
 import pandas as pd  # noqa: E402
+import torch  # noqa: E402
 
 import leaderboard  # noqa: E402
 from berteval import demo, models, qa, sentiment  # noqa: E402
@@ -54,6 +55,10 @@ CSS = """
 .berteval-status { border: 1px solid #e5a50a; background: #fff8e1; border-radius: 6px; padding: 8px 12px; }
 .berteval-status p { margin: 0; color: #5c4400; }
 .berteval-note p { color: #555; font-size: 0.92em; }
+/* The answer inside its context reads as running text: Gradio lays each span out as its own flex item
+   (the answer jumps to a line of its own) and breaks words anywhere ("na|me"). */
+#qa-highlight .textfield { display: block; word-break: normal; overflow-wrap: anywhere; }
+#qa-highlight .token-container, #qa-highlight .token { display: inline; }
 """
 
 INTRO = """# berteval: BERT's heads, tried by hand
@@ -357,13 +362,16 @@ def build_demo() -> gr.Blocks:
     return page
 
 
-def main(argv: list[str] | None = None) -> None:
-    import torch
-
+def options(argv: list[str] | None = None) -> argparse.Namespace:
+    """--host and --port, defaulting to Gradio's own environment variables (a Space sets them)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--host", default=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"))
     parser.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", "7860")))
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = options(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     torch.set_num_threads(TORCH_THREADS)
     for problem in demo.warm(models.DEFAULT):  # load once before the first visitor; say what is missing

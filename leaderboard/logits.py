@@ -39,13 +39,15 @@ def start_end_logits(tokens: list[str], start_logits, end_logits, start_token: i
     for name, values, colour in (("start", s, START_COLOUR), ("end", e, END_COLOUR)):
         fig.add_trace(go.Scatter(x=x, y=values, mode="lines+markers", name=f"{name} logit", customdata=tokens,
                                  hovertemplate=hover, line=dict(color=colour, width=1.5), marker=dict(size=4)))
-    for idx, values, colour, label in ((start_token, s, START_COLOUR, "answer start"),
-                                       (end_token, e, END_COLOUR, "answer end")):
+    one_token = start_token is not None and start_token == end_token  # one label, or two would overprint
+    marks = [(start_token, s, START_COLOUR, "answer start and end" if one_token else "answer start", "top left"),
+             (end_token, e, END_COLOUR, None if one_token else "answer end", "top right")]
+    for idx, values, colour, label, position in marks:
         if idx is not None and 0 <= idx < n:
-            fig.add_trace(go.Scatter(x=[idx], y=[values[idx]], mode="markers+text", name=label,
-                                     text=[f"{label}: {tokens[idx]}"], textposition="top center",
-                                     marker=dict(size=13, color=colour, symbol="star", line=dict(width=1, color="#fff")),
-                                     hoverinfo="skip", showlegend=False))
+            fig.add_trace(go.Scatter(x=[idx], y=[values[idx]], mode="markers+text", name=label or "answer end",
+                                     text=[f"{label}: {tokens[idx]}" if label else ""], textposition=position,
+                                     hoverinfo="skip", showlegend=False,
+                                     marker=dict(size=13, color=colour, symbol="star", line=dict(width=1, color="#fff"))))
     xaxis = dict(title="token position in the window", zeroline=False)
     if n <= MAX_TICK_LABELS:
         xaxis.update(tickmode="array", tickvals=list(x), ticktext=tokens, tickangle=-60, title=None)

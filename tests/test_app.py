@@ -107,3 +107,13 @@ def test_a_hub_model_offline_is_a_clear_message(monkeypatch):
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
     report, box = app.look_inside("berteval-tests/not-in-any-cache", "The cat sat on the mat.")
     assert report == "" and "Hub is not reachable" in box["value"] and "Traceback" not in box["value"]
+
+
+def test_host_and_port_from_options_or_gradio_environment(monkeypatch):
+    monkeypatch.delenv("GRADIO_SERVER_NAME", raising=False)
+    monkeypatch.delenv("GRADIO_SERVER_PORT", raising=False)
+    assert (app.options([]).host, app.options([]).port) == ("127.0.0.1", 7860)
+    monkeypatch.setenv("GRADIO_SERVER_PORT", "9001")
+    monkeypatch.setenv("GRADIO_SERVER_NAME", "0.0.0.0")
+    assert (app.options([]).host, app.options([]).port) == ("0.0.0.0", 9001)
+    assert app.options(["--port", "9002", "--host", "localhost"]).port == 9002

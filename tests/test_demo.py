@@ -109,9 +109,12 @@ def test_a_missing_model_is_a_message_not_a_crash(tmp_path):
 
 def test_logits_chart_marks_the_answer_and_shades_the_question():
     tokens = ["[CLS]", "where", "?", "[SEP]", "in", "paris", "[SEP]"]
-    fig = logits.start_end_logits(tokens, np.arange(7.0), -np.arange(7.0), 5, 5)
+    fig = logits.start_end_logits(tokens, np.arange(7.0), -np.arange(7.0), 4, 5)
     names = [t.name for t in fig.data]
-    assert names[:2] == ["start logit", "end logit"] and "answer start" in names and "answer end" in names
+    assert names == ["start logit", "end logit", "answer start", "answer end"]
+    assert [t.text[0] for t in fig.data[2:]] == ["answer start: in", "answer end: paris"]
+    one = logits.start_end_logits(tokens, np.arange(7.0), -np.arange(7.0), 5, 5)
+    assert [t.text[0] for t in one.data[2:]] == ["answer start and end: paris", ""]  # one label, two stars
     assert list(fig.data[0].customdata) == tokens
     assert fig.layout.shapes[0].x1 == 3.5  # the question part, up to its [SEP]
     assert list(fig.layout.xaxis.ticktext) == tokens  # short windows show the tokens on the axis
