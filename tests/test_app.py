@@ -4,11 +4,16 @@ and every failure becomes a message in the page (the last output), never an exce
 from __future__ import annotations
 
 import re
+import sys
 
 import pandas as pd
 import pytest
 
-app = pytest.importorskip("app", reason="gradio is not installed: pip install -r requirements.txt")
+from conftest import REPO
+
+pytest.importorskip("gradio", reason="gradio is not installed: pip install -r requirements.txt")
+sys.path.insert(0, str(REPO))  # app.py sits at the repository root
+import app  # noqa: E402
 
 from berteval import demo, models, qa  # noqa: E402
 from berteval.errors import BertevalError  # noqa: E402
