@@ -22,7 +22,6 @@ import torch
 from . import models, qa, records, squad_metrics, training
 from .config import cache_dir
 from .features import autocast
-from .errors import BertevalError
 from .qa_features import Windows, make_windows
 from .runner import RunReport, RunSpec, existing_records, new_record, records_path
 from .seeds import numpy_rng

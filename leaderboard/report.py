@@ -157,7 +157,7 @@ def _provenance_html(df: pd.DataFrame) -> str:
             "n_train", "n_eval", "data_short", "dtype", "wall_s", "timestamp", "git_short", "provenance", "file"]
     notes = sorted({n for n in df["pooler_provenance"] if n})
     notes_html = "".join(f"<p><b>pooler</b> records: the checkpoint's pooler is {e(n)}.</p>" for n in notes)
-    return (f"<h3>Runs (command, code, libraries, machine)</h3>"
+    return ("<h3>Runs (command, code, libraries, machine)</h3>"
             + html_table(prov, "prov", classes={"command": "cmd", "versions": "cmd"}, search=False)
             + notes_html
             + f"<h3>Every record ({len(df)})</h3>"

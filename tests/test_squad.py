@@ -13,7 +13,7 @@ from berteval.errors import BertevalError
 from berteval.qa_decode import best_spans
 from berteval.qa_features import make_windows
 from berteval.tasks import get
-from conftest import WORDS, save_tiny
+from conftest import WORDS
 
 
 # --- metrics -------------------------------------------------------------------------------

@@ -49,9 +49,13 @@ def split_checksum(split: Split) -> str:
     return TaskData.checksum(split)
 
 
-def local_folder(data_dir: Path, sub: str, files) -> Path | None:
-    """`<data dir>/<sub>` or the data dir itself, whichever holds every one of `files`."""
-    return next((f for f in (Path(data_dir) / sub, Path(data_dir)) if all((f / n).is_file() for n in files)), None)
+def local_folder(data_dir: Path, sub: str, files, missing: str | None = None) -> Path | None:
+    """`<data dir>/<sub>` or the data dir itself, whichever holds every one of `files`; with
+    `missing` (what to tell the user), a BertevalError instead of None when neither does."""
+    found = next((f for f in (Path(data_dir) / sub, Path(data_dir)) if all((f / n).is_file() for n in files)), None)
+    if found is None and missing is not None:
+        raise BertevalError(missing)
+    return found
 
 
 def hub_dataset(hub_id: str, config: str | None, local_files: str):

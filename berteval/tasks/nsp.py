@@ -13,7 +13,6 @@ import importlib.metadata
 from pathlib import Path
 
 from .. import pairs
-from ..errors import BertevalError
 from .base import Split, TaskData, TaskSpec, hub_dataset, local_folder
 
 HUB_ID = "rajpurkar/squad"
@@ -22,13 +21,11 @@ PAIR_SEED = 0  # part of the task's definition: a new seed is a new pair set and
 
 
 def _local_folder(data_dir: Path) -> Path:
-    folder = local_folder(data_dir, "squad", FILES.values())
-    if folder is not None:
-        return folder
-    raise BertevalError(
+    return local_folder(
+        data_dir, "squad", FILES.values(),
         f"no SQuAD files under {data_dir}: NSP pairs are built from squad/dev-v1.1.json (evaluation) and "
         f"squad/train-subset.json (probe training), official SQuAD v1.1 JSON. Point --data-dir at the folder "
-        f"that holds squad/, or omit it to read {HUB_ID} from the hub."
+        f"that holds squad/, or omit it to read {HUB_ID} from the hub.",
     )
 
 

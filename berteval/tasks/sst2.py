@@ -18,12 +18,10 @@ FILES = {"train": "train.tsv", "validation": "dev.tsv"}
 
 
 def _local_folder(data_dir: Path) -> Path:
-    folder = local_folder(data_dir, "sst2", FILES.values())
-    if folder is not None:
-        return folder
-    raise BertevalError(
+    return local_folder(
+        data_dir, "sst2", FILES.values(),
         f"no SST-2 data under {data_dir}: expected sst2/train.tsv and sst2/dev.tsv (GLUE's files). "
-        f"Point --data-dir at the folder that holds sst2/, or omit it to read {HUB_ID} from the hub."
+        f"Point --data-dir at the folder that holds sst2/, or omit it to read {HUB_ID} from the hub.",
     )
 
 
