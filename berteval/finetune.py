@@ -188,9 +188,12 @@ def run_finetune(spec: RunSpec) -> RunReport:
                                  "resumed_from_step": res.resumed_from_step}},
             wall_s=wall, predictions_file=pred_rel)
         correct_cache[rid] = correct
-        rec.paired_tests = paired_tests(rec, correct, peers, out, correct_cache)
+        # Re-read the file: a sweep split across processes (e.g. one per pooling) still pairs
+        # each record with every finished record of its group.
+        peers = {r.run_id: r for r in [*peers, *existing_records(path, [])]}.values()
+        rec.paired_tests = paired_tests(rec, correct, list(peers), out, correct_cache)
         records.append_record(path, rec)
-        peers.append(rec)
+        peers = [*peers, rec]
         report.written.append(rec)
         training.clear_checkpoint(cfg)
     return report
