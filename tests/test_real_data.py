@@ -26,7 +26,10 @@ def test_committed_records_match_the_data_here():
     recs, problems = records.read_records([REPO / "leaderboard" / "results" / "sst2.jsonl"])
     assert problems == [] and recs
     sha = get("sst2").load(DATA).data_sha256
-    assert {r.data_sha256 for r in recs} == {sha}
+    full = [r for r in recs if r.config.get("train_examples_available") == 67_349]
+    assert full and {r.data_sha256 for r in full} == {sha}  # records on the full data name this data
+    subset = [r for r in recs if r not in full]
+    assert all(r.data_sha256 != sha and r.config.get("train_examples_available", 0) < 67_349 for r in subset)
 
 
 @pytest.mark.slow
