@@ -8,6 +8,7 @@ from transformers import BertConfig
 
 from berteval import bench, features, models
 from berteval.cli import main
+from berteval.errors import BertevalError
 
 from conftest import tiny_config
 
@@ -51,7 +52,7 @@ def test_qa_windows_are_the_runs_windows_and_peers_get_the_same_text(tiny_models
     assert all(abs(len(a) - len(f["input_ids"])) <= 1 for a, f in zip(ids, w.features))
 
 
-def test_bf16_is_close_and_fp32_is_unchanged(tiny_models):
+def test_bf16_vectors_stay_close_to_fp32_and_come_back_as_float32(tiny_models):
     m = models.load(str(tiny_models["pretraining"]))
     texts = ["good movie", "the plot was very dull and the acting poor", "fun"]
     kw = dict(data_sha256="b", poolings=["cls", "mean"], use_cache=False, progress=False)
@@ -60,7 +61,7 @@ def test_bf16_is_close_and_fp32_is_unchanged(tiny_models):
     for k in f32:
         assert f16[k].dtype == np.float32
         np.testing.assert_allclose(f16[k], f32[k], atol=0.05)
-    with pytest.raises(Exception):
+    with pytest.raises(BertevalError, match="unknown dtype"):
         features.encode(m, texts, dtype="fp16", **kw)
 
 
