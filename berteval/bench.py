@@ -131,9 +131,15 @@ def matmul_peak(dtype: torch.dtype, repeats: int = 5) -> float:
 
 
 def machine() -> str:
+    """The CPU, threads and the instruction sets that decide bf16 speed (AVX512-BF16, AMX)."""
     from .provenance import device
 
-    return f"{device()}, torch {torch.__version__}, {platform.python_implementation()} {platform.python_version()}"
+    try:
+        flags = next(line for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("flags")).split()
+        isa = ", ".join(f"{f} {'yes' if f in flags else 'no'}" for f in ("avx512f", "avx512_bf16", "amx_bf16"))
+    except (OSError, StopIteration):
+        isa = "instruction sets unknown"
+    return f"{device()} ({isa}), torch {torch.__version__}, {platform.python_implementation()} {platform.python_version()}"
 
 
 def load_sentences(data_dir: Path | None, limit: int | None) -> tuple[list[str], str]:
@@ -212,6 +218,20 @@ def _sentence_transformer(loaded: models.LoadedModel, max_length: int):
     return st, normalises
 
 
+def _peer_calls(loaded, texts: list[str], lengths: list[int], batch_size: int, max_length: int):
+    """The two peers on the same texts, {(path, dtype): call -> pooled vectors}, and whether
+    sentence-transformers normalises its output (this model's modules.json says it does)."""
+    pipe = _pipeline(loaded)
+    st, normalises = _sentence_transformer(loaded, max_length)
+    tok_kw = {"truncation": True, "max_length": max_length}
+    return {
+        ("transformers pipeline", "fp32"): lambda: _mean_rows(
+            pipe(texts, batch_size=batch_size, return_tensors=True, tokenize_kwargs=tok_kw), lengths),
+        ("sentence-transformers", "fp32"): lambda: st.encode(texts, batch_size=batch_size, convert_to_numpy=True,
+                                                             show_progress_bar=False),
+    }, normalises
+
+
 def _time_rounds(timings: list[Timing], calls: list[Callable[[], object]], repeats: int) -> list[object]:
     """One untimed warm-up round, then `repeats` rounds of every call in turn; last outputs returned."""
     outputs: list[object] = [None] * len(calls)
@@ -229,9 +249,7 @@ def bench_sentences(loaded, texts: list[str], repeats: int, batch_size: int, rep
     cfg = loaded.encoder.config
     lengths = [len(ids) for ids in loaded.tokenizer(texts, truncation=True, max_length=SENTENCE_MAX_LENGTH)["input_ids"]]
     gflop = encoder_flops(cfg, lengths) / 1e9
-    pipe = _pipeline(loaded)
-    st, normalises = _sentence_transformer(loaded, SENTENCE_MAX_LENGTH)
-    tok_kw = {"truncation": True, "max_length": SENTENCE_MAX_LENGTH}
+    peers, normalises = _peer_calls(loaded, texts, lengths, batch_size, SENTENCE_MAX_LENGTH)
 
     def ours(dtype):
         return lambda: features.encode(loaded, texts, data_sha256="bench", poolings=["mean"],
@@ -241,10 +259,7 @@ def bench_sentences(loaded, texts: list[str], repeats: int, batch_size: int, rep
     calls = {
         ("berteval", "fp32"): ours("fp32"),
         ("berteval", "bf16"): ours("bf16"),
-        ("transformers pipeline", "fp32"): lambda: _mean_rows(
-            pipe(texts, batch_size=batch_size, return_tensors=True, tokenize_kwargs=tok_kw), lengths),
-        ("sentence-transformers", "fp32"): lambda: st.encode(texts, batch_size=batch_size, convert_to_numpy=True,
-                                                             show_progress_bar=False),
+        **peers,
     }
     timings = [Timing("sentences", p, d, len(texts), sum(lengths), gflop) for p, d in calls]
     out = dict(zip(calls, _time_rounds(timings, list(calls.values()), repeats)))
@@ -270,16 +285,11 @@ def bench_windows(loaded, questions, n_windows: int, max_length: int, repeats: i
     ours_len = [len(f["input_ids"]) for f in windows.features]
     peer_len = [len(ids) for ids in loaded.tokenizer(texts, truncation=True, max_length=max_length)["input_ids"]]
     span_model = qa.head_model(loaded)  # the head's weights do not matter for speed
-    pipe = _pipeline(loaded)
-    st, _ = _sentence_transformer(loaded, max_length)
-    tok_kw = {"truncation": True, "max_length": max_length}
+    peers, _ = _peer_calls(loaded, texts, peer_len, batch_size, max_length)
     calls = {
         ("berteval", "fp32"): lambda: qa.window_logits(span_model, loaded.tokenizer, windows, dtype="fp32"),
         ("berteval", "bf16"): lambda: qa.window_logits(span_model, loaded.tokenizer, windows, dtype="bf16"),
-        ("transformers pipeline", "fp32"): lambda: _mean_rows(
-            pipe(texts, batch_size=batch_size, return_tensors=True, tokenize_kwargs=tok_kw), peer_len),
-        ("sentence-transformers", "fp32"): lambda: st.encode(texts, batch_size=batch_size, convert_to_numpy=True,
-                                                             show_progress_bar=False),
+        **peers,
     }
     timings = [
         Timing("qa windows", p, d, len(windows), sum(lens), encoder_flops(cfg, lens) / 1e9)
@@ -290,7 +300,7 @@ def bench_windows(loaded, questions, n_windows: int, max_length: int, repeats: i
 
 
 def run_bench(model: str = models.DEFAULT, data_dir: Path | None = None, sentences: int | None = None,
-              windows: int = 128, window_length: int = QA_WINDOW, repeats: int = 5,
+              windows: int = 64, window_length: int = QA_WINDOW, repeats: int = 5,
               batch_size: int = PEER_BATCH, threads: int | None = None, log=print) -> BenchReport:
     if repeats < 1:
         raise BertevalError("--repeats must be at least 1")
@@ -395,7 +405,7 @@ def add_arguments(ap) -> None:
     ap.add_argument("--data-dir", default=None,
                     help="folder holding sst2/ and squad/ (default $BERTEVAL_DATA; without either, a built-in sample)")
     ap.add_argument("--sentences", type=int, default=None, help="the first N SST-2 dev sentences (default: all 872)")
-    ap.add_argument("--windows", type=int, default=128, help="SQuAD dev windows to time (default %(default)s; 0 skips)")
+    ap.add_argument("--windows", type=int, default=64, help="SQuAD dev windows to time (default %(default)s; 0 skips)")
     ap.add_argument("--window-length", type=int, default=QA_WINDOW, help="tokens per QA window (default %(default)s)")
     ap.add_argument("--repeats", type=int, default=5, help="timed rounds; the median is reported (default %(default)s)")
     ap.add_argument("--batch-size", type=int, default=PEER_BATCH, help="the peers' batch size (default %(default)s)")
