@@ -211,7 +211,7 @@ def _sentence_transformer(loaded: models.LoadedModel, max_length: int):
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.base.modules.normalize import Normalize
 
-    with models._quiet_loader():
+    with models.quiet_loader():
         st = SentenceTransformer(loaded.path, device="cpu")
     st.max_seq_length = max_length  # the same truncation as berteval's path
     normalises = any(isinstance(m, Normalize) for m in st)

