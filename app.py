@@ -1,6 +1,6 @@
 """berteval's Gradio page: try BERT's three classic heads by hand, look inside, browse the leaderboard.
 
-A thin shell. `build_demo()` builds the page and wires each control to a `berteval.demo`
+A thin shell. `build_demo()` builds the page and wires each control to a `berteval.serve`
 or `leaderboard` call (the same code the CLI and the report run); `python app.py` serves
 it. Everything runs offline on the embedded default model and the committed heads and
 records; a hub id works where the hub is reachable. Any refusal or failure is shown in
@@ -27,7 +27,7 @@ import pandas as pd  # noqa: E402
 import torch  # noqa: E402
 
 import leaderboard  # noqa: E402
-from berteval import demo, models, qa, sentiment  # noqa: E402
+from berteval import serve  # noqa: E402
 from berteval.errors import BertevalError  # noqa: E402
 from leaderboard import logits  # noqa: E402
 
@@ -115,21 +115,20 @@ def _shown(*empty):
 
 # --- Classify -----------------------------------------------------------------------------------------
 
-def _head_line(head: sentiment.SentimentHead) -> str:
+def _head_line(head: serve.SentimentHead) -> str:
     return (f"dev accuracy {head.dev_accuracy:.4f} (seed {head.seed}; mean over {head.n_seeds} seeds "
             f"{head.mean_dev_accuracy:.4f}), record `{head.run_id}`")
 
 
 @_shown(None, "", "")
 def classify(model_text: str, sentence: str, pooling: str):
-    name = demo.model_name(model_text)
-    text = demo.check_text(sentence, "sentence")
-    clf = demo.classifier(name)
-    heads = {p: clf.heads[p] for p in HEADS if p in clf.heads}
+    name = serve.model_name(model_text)
+    text = serve.check_text(sentence, "sentence")
+    clf, probs = serve.classify(name, text, HEADS)
+    heads = {p: clf.heads[p] for p in probs}
     if pooling not in heads:
         raise BertevalError(f"no committed SST-2 head reads `{pooling}` for {clf.model.model_id}; "
                             f"available: {', '.join(heads) or 'none'}.")
-    probs = sentiment.p_positive(clf.model, heads, text)
     p = probs[pooling]
     about = (f"**Head:** logistic-regression probe on `{pooling}` (last layer) of {clf.model.model_id}, trained "
              f"on {heads[pooling].n_train:,} SST-2 sentences; {_head_line(heads[pooling])}.")
@@ -146,11 +145,10 @@ def classify(model_text: str, sentence: str, pooling: str):
 
 @_shown(None, EMPTY_NBEST, None, "")
 def answer(model_text: str, question: str, context: str):
-    name = demo.model_name(model_text)
-    q = demo.check_text(question, "question")
-    ctx = demo.check_text(context, "context")
-    qa_model = demo.qa_model(name)
-    ans = qa.answer(qa_model, q, ctx)
+    name = serve.model_name(model_text)
+    q = serve.check_text(question, "question")
+    ctx = serve.check_text(context, "context")
+    qa_model, ans = serve.answer(name, q, ctx)
     if not ans.nbest:
         raise BertevalError("No answer span was found in the context (every candidate fell outside it).")
     best = ans.nbest[0]
@@ -171,11 +169,10 @@ def answer(model_text: str, question: str, context: str):
 
 @_shown(None, "")
 def next_sentence(model_text: str, a: str, b: str):
-    name = demo.model_name(model_text)
-    first = demo.check_text(a, "sentence")
-    second = demo.check_text(b, "sentence")
-    head = demo.nsp_head(name)
-    pred = head.predict(first, second)
+    name = serve.model_name(model_text)
+    first = serve.check_text(a, "sentence")
+    second = serve.check_text(b, "sentence")
+    head, pred = serve.next_sentence(name, first, second)
     about = f"**P(IsNext) = {pred.p_is_next:.3f}**, answered by the {pred.source}."
     if head.weight is not None:
         about += (f"\n\n{head.model.model_id} has no pretrained next-sentence head (transformers would attach a "
@@ -213,8 +210,8 @@ def _inside_markdown(r) -> str:
 
 @_shown("")
 def look_inside(model_text: str, text: str):
-    name = demo.model_name(model_text)
-    return (_inside_markdown(demo.look_inside(name, demo.check_text(text, "sentence"))),)
+    name = serve.model_name(model_text)
+    return (_inside_markdown(serve.look_inside(name, serve.check_text(text, "sentence"))),)
 
 
 # --- Leaderboard --------------------------------------------------------------------------------------
@@ -271,7 +268,7 @@ def _wire(key: str, button: gr.Button, fn, inputs: list, outputs: list, api_name
 def build_demo() -> gr.Blocks:
     with gr.Blocks(title="berteval: BERT's heads, tried by hand", analytics_enabled=False) as page:
         gr.Markdown(INTRO)
-        model_box = gr.Textbox(value=models.DEFAULT, label="Encoder", max_lines=1, elem_id="model",
+        model_box = gr.Textbox(value=serve.DEFAULT_MODEL, label="Encoder", max_lines=1, elem_id="model",
                                info="'default' is the embedded all-MiniLM-L6-v2 (works offline). A hub id such "
                                     "as bert-base-uncased works where the hub is reachable.")
         with gr.Tabs():
@@ -374,7 +371,7 @@ def main(argv: list[str] | None = None) -> None:
     args = options(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     torch.set_num_threads(TORCH_THREADS)
-    for problem in demo.warm(models.DEFAULT):  # load once before the first visitor; say what is missing
+    for problem in serve.warm(serve.DEFAULT_MODEL):  # load once before the first visitor; say what is missing
         log.warning("not available yet: %s", problem)
     build_demo().launch(server_name=args.host, server_port=args.port, ssr_mode=False, show_error=False,
                         theme=THEME, css=CSS, footer_links=["api", "gradio"])

@@ -2,7 +2,9 @@
 
 Every choice list comes from a registry (tasks, poolings, regimes), so the CLI never
 needs editing when one grows. User mistakes exit 2 with a one-line message that says
-what to do; a traceback means a bug.
+what to do; a traceback means a bug. argparse only: the light verbs (`ls`, `validate`,
+`summary`) import neither torch nor transformers; `run` and `bench` import them when
+they run.
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ from collections import defaultdict
 from pathlib import Path
 
 from . import __version__
+from .config import RESULTS_ENV
 from .errors import BertevalError
+from .qa import DEFAULTS as QA
 
 EXAMPLES = """examples:
   python -m berteval run --task sst2 --model default --pooling cls,pooler,mean,max --seeds 0,1,2 \\
@@ -32,8 +36,8 @@ EXAMPLES = """examples:
 
 
 def _parser() -> argparse.ArgumentParser:
-    from .pooling import POOLINGS
-    from .runner import REGIMES
+    from .pooling import POOLINGS, default_names
+    from .regimes import REGIMES
     from .tasks import TASKS
 
     ap = argparse.ArgumentParser(
@@ -51,23 +55,30 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--model", default="default",
                    help="'default' (embedded all-MiniLM-L6-v2), a local folder, or a hub id such as bert-base-uncased")
     r.add_argument("--revision", default=None, help="hub revision (branch, tag or commit) for a hub id")
-    r.add_argument("--pooling", default=",".join(POOLINGS), help=f"comma-separated, from: {', '.join(POOLINGS)}")
+    r.add_argument("--pooling", default=None,
+                   help=f"comma-separated, from: {', '.join(POOLINGS)} (default: the regime's grid; the probe's is "
+                        f"{','.join(default_names())})")
     r.add_argument("--layers", default=None,
                    help="comma-separated hidden-state indices, -1 = last (default), 0 = embeddings, e.g. -1,-2,3")
     r.add_argument("--seeds", default="0,1,2", help="comma-separated seeds (default 0,1,2)")
     r.add_argument("--regime", default="probe", help=f"one of: {', '.join(REGIMES)}")
     r.add_argument("--data-dir", default=None,
                    help="local data folder (holds sst2/, squad/); default $BERTEVAL_DATA, else the hub")
-    r.add_argument("--out", default="leaderboard/results", help="folder for <task>.jsonl records (default %(default)s)")
+    r.add_argument("--out", default=None,
+                   help=f"results folder for <task>.jsonl records (default ${RESULTS_ENV}, else the committed "
+                        f"leaderboard/results beside the package, wherever the command runs)")
     r.add_argument("--max-length", type=int, default=None,
-                   help="tokens per input or QA window (default: 128 for sentences, 384 for SQuAD windows)")
-    r.add_argument("--doc-stride", type=int, default=128, help="SQuAD: tokens shared by neighbouring windows")
-    r.add_argument("--n-best", type=int, default=20, help="SQuAD: answers kept per question")
-    r.add_argument("--max-answer-length", type=int, default=30, help="SQuAD: longest answer in tokens")
+                   help=f"tokens per input or QA window (default: 128 for sentences, {QA.max_length} for SQuAD windows)")
+    r.add_argument("--doc-stride", type=int, default=None,
+                   help=f"SQuAD: tokens shared by neighbouring windows (default {QA.doc_stride})")
+    r.add_argument("--n-best", type=int, default=None, help=f"SQuAD: answers kept per question (default {QA.n_best})")
+    r.add_argument("--max-answer-length", type=int, default=None,
+                   help=f"SQuAD: longest answer in tokens (default {QA.max_answer_length})")
     r.add_argument("--epochs", type=float, default=None, help="trained heads: epochs (default per regime)")
     r.add_argument("--lr", type=float, default=None, help="trained heads: peak learning rate")
     r.add_argument("--batch-size", type=int, default=None, help="trained heads: batch size")
-    r.add_argument("--limit-eval", type=int, default=None, help="SQuAD: score the first N dev questions only")
+    r.add_argument("--limit-eval", type=int, default=None,
+                   help="score the first N eval examples only (a quick look, never a leaderboard row)")
     r.add_argument("--dtype", default="fp32", choices=["fp32", "bf16"], help="encoder compute dtype")
     r.add_argument("--limit-train", type=int, default=None, help="use a fixed subset of N training examples")
     r.add_argument("--no-progress", action="store_true", help="hide progress bars")
@@ -81,7 +92,7 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("files", nargs="+")
     s.add_argument("--markdown", action="store_true", help="print a Markdown table")
 
-    from .bench import add_arguments as bench_arguments
+    from .bench import add_arguments as bench_arguments  # light: the bench imports torch when it runs
 
     bench_arguments(sub.add_parser("bench", help="sentences/s and QA windows/s of berteval vs transformers' pipeline "
                                                  "and sentence-transformers, on the same model and data"))
@@ -89,21 +100,22 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _cmd_run(args) -> int:
-    from . import pooling, runner
+    from . import pooling, runs
     from .config import data_dir
+    from .store import Store
     from .tasks import get
 
     task = get(args.task)
-    spec = runner.RunSpec(
+    spec = runs.RunSpec(
         task=task,
         model=args.model,
         revision=args.revision,
-        poolings=pooling.parse(args.pooling),
+        poolings=pooling.parse(args.pooling) if args.pooling is not None else None,
         layers=args.layers,
-        seeds=runner.parse_seeds(args.seeds),
+        seeds=runs.parse_seeds(args.seeds),
         regime=args.regime,
         data_dir=data_dir(args.data_dir),
-        out=Path(args.out),
+        out=Path(args.out) if args.out else None,
         max_length=args.max_length,
         dtype=args.dtype,
         limit_train=args.limit_train,
@@ -118,34 +130,36 @@ def _cmd_run(args) -> int:
     )
     if spec.data_dir is None:
         print(f"no --data-dir or BERTEVAL_DATA: reading {task.hub_source} from the hub", file=sys.stderr)
-    report = runner.run(spec)
+    report = runs.run(spec)
     for note in report.notes:
         print(f"note: {note}", file=sys.stderr)
     for rec in report.written:
         print(f"wrote {rec.task} {rec.pooling}@{rec.layer} seed {rec.seed}: "
               f"{rec.main_metric} {rec.main_value:.4f} ({rec.wall_s:.1f}s)")
     print(f"{len(report.written)} records written, {len(report.skipped)} already present "
-          f"-> {runner.records_path(spec.out, task.name)}; encoded {report.encoded_examples} examples "
+          f"-> {Store(spec.out).records_path(task.name)}; encoded {report.encoded_examples} examples "
           f"in {report.encode_wall_s:.1f}s")
     return 0
 
 
 def _cmd_ls(args) -> int:
     from .pooling import POOLINGS
-    from .runner import REGIMES
+    from .regimes import REGIMES, supported
     from .tasks import TASKS
 
     print("tasks:")
     for t in TASKS.values():
-        print(f"  {t.name} (v{t.version}): {t.description}")
-        print(f"      metric {t.main_metric} ({'higher' if t.greater_is_better else 'lower'} is better); "
-              f"regimes {', '.join(t.regimes)}; hub {t.hub_source}; local {t.local_layout}")
+        print(f"  {t.name} (v{t.version}, {t.kind}): {t.description}")
+        print(f"      metrics {', '.join(t.metrics)} ({t.main_metric} first, "
+              f"{'higher' if t.greater_is_better else 'lower'} is better); regimes {', '.join(supported(t))}; "
+              f"hub {t.hub_source}; local {t.local_layout}")
     print("poolings:")
     for p in POOLINGS.values():
-        print(f"  {p.name}: {p.description}")
+        width = "hidden size" if p.width_factor == 1 else f"{p.width_factor} x hidden size"
+        print(f"  {p.name}: {p.description} (width {width})")
     print("regimes:")
-    for name, desc in REGIMES.items():
-        print(f"  {name}: {desc}")
+    for r in REGIMES.values():
+        print(f"  {r.name}: {r.description} (runs {', '.join(r.kinds)})")
     return 0
 
 

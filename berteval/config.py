@@ -1,7 +1,10 @@
-"""Where berteval reads data and keeps its feature cache.
+"""Where berteval reads data, keeps its feature cache and keeps its results.
 
-Both come from an explicit option first, then an environment variable, so the same
-command works on a laptop, in CI (../shared/data beside the clone) and on a Space.
+Each comes from an explicit option first, then an environment variable, so the same
+command works on a laptop, in CI (../shared/data beside the clone) and on a Space. The
+results root has one default, next to the package (the committed leaderboard/results),
+whatever folder a command is started from: the CLI writes where the app and the
+leaderboard read.
 """
 
 from __future__ import annotations
@@ -13,6 +16,9 @@ from .errors import BertevalError
 
 DATA_ENV = "BERTEVAL_DATA"
 CACHE_ENV = "BERTEVAL_CACHE"
+RESULTS_ENV = "BERTEVAL_RESULTS"
+# The committed results: <repository>/leaderboard/results, found from this file, not the working directory.
+DEFAULT_RESULTS = Path(__file__).resolve().parent.parent / "leaderboard" / "results"
 
 
 def data_dir(option: str | os.PathLike | None) -> Path | None:
@@ -39,3 +45,9 @@ def cache_dir() -> Path:
         path = Path(base) / "berteval"
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def results_root(option: str | os.PathLike | None = None) -> Path:
+    """The results folder: the option, else $BERTEVAL_RESULTS, else the committed leaderboard/results."""
+    raw = option if option not in (None, "") else os.environ.get(RESULTS_ENV) or None
+    return Path(raw).expanduser() if raw is not None else DEFAULT_RESULTS

@@ -34,28 +34,6 @@ DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 Text = str | tuple[str, str]  # a sentence, or a sentence pair encoded as [CLS] A [SEP] B [SEP]
 
 
-def resolve_layer(layer: int, num_hidden_states: int) -> int:
-    """Canonical layer id: -1 for the last layer, otherwise the absolute hidden-state index
-    (0 = embeddings). `-2` on a 6-layer model becomes 5, so equal layers compare equal."""
-    idx = layer + num_hidden_states if layer < 0 else layer
-    if not 0 <= idx < num_hidden_states:
-        raise BertevalError(
-            f"layer {layer} does not exist: this model has hidden states 0..{num_hidden_states - 1} "
-            f"(0 = embeddings, -1 = last layer)"
-        )
-    return -1 if idx == num_hidden_states - 1 else idx
-
-
-def parse_layers(spec: str | None, num_hidden_states: int) -> list[int]:
-    if spec in (None, ""):
-        return [-1]
-    try:
-        raw = [int(s) for s in str(spec).split(",") if s.strip()]
-    except ValueError as exc:
-        raise BertevalError(f"--layers takes comma-separated integers such as -1,-2,3, not {spec!r}") from exc
-    return list(dict.fromkeys(resolve_layer(r, num_hidden_states) for r in raw))
-
-
 def feature_key(model: LoadedModel, data_sha256: str, max_length: int, dtype: str) -> str:
     blob = json.dumps(
         {
@@ -73,7 +51,7 @@ def feature_key(model: LoadedModel, data_sha256: str, max_length: int, dtype: st
 
 @dataclass
 class EncodeResult:
-    vectors: dict[tuple[str, int], np.ndarray]  # (pooling, layer) -> (N, H) float32
+    vectors: dict[tuple[str, int], np.ndarray]  # (pooling, layer) -> (N, width) float32
     encoded: int  # how many examples this call ran through the encoder (0 on a warm cache)
     wall_s: float  # time spent encoding in this call
     cache_dir: Path
@@ -124,17 +102,19 @@ def encode_batch(
     layers: list[int],
     dtype: str = "fp32",
 ) -> dict[tuple[str, int], torch.Tensor]:
-    """One forward pass over a padded batch -> {(pooling, layer): (B, H) float32}."""
-    need_all = any(layer != -1 for layer in layers)
+    """One forward pass over a padded batch -> {(pooling, layer): (B, width) float32}."""
+    specs = pooling_mod.POOLINGS
+    need_all = any(layer != -1 for layer in layers) or any(specs[p].needs_all_states for p in poolings)
     with autocast(dtype):
         out = model.encoder(**batch, output_hidden_states=need_all)
+        states = out.hidden_states if need_all else None
         result = {}
         for layer in layers:
             hidden = out.last_hidden_state if layer == -1 else out.hidden_states[layer]  # (B, T, H)
             for name in poolings:
-                if pooling_mod.POOLINGS[name].last_layer_only and layer != -1:
+                if specs[name].last_layer_only and layer != -1:
                     continue
-                result[(name, layer)] = pooling_mod.apply(name, hidden, batch["attention_mask"], model.encoder)
+                result[(name, layer)] = pooling_mod.apply(name, hidden, batch["attention_mask"], model.encoder, states)
     return {k: v.float() for k, v in result.items()}
 
 
@@ -180,7 +160,8 @@ def encode(
     t0 = time.perf_counter()
     miss_poolings = list(dict.fromkeys(p for p, _ in missing))
     miss_layers = list(dict.fromkeys(layer for _, layer in missing))
-    out = {k: np.zeros((len(texts), model.hidden_size), dtype=np.float32) for k in missing}
+    out = {k: np.zeros((len(texts), pooling_mod.POOLINGS[k[0]].width(model.hidden_size)), dtype=np.float32)
+           for k in missing}
     bar = tqdm(total=len(texts), desc=desc, unit="ex", disable=not progress, leave=False)
     for idx, batch in padded_batches(model, texts, max_length, max_tokens, max_batch):
         pooled = encode_batch(model, batch, miss_poolings, miss_layers, dtype)

@@ -1,76 +1,104 @@
-"""The pooling registry: how a (B, T, H) hidden-state tensor becomes one vector per input.
+"""The pooling registry: how an encoder's hidden states become one vector per input.
 
-One dict, one small function per mode. The CLI's choices, the ablation grid, the
-leaderboard's colours and the tests' parametrisation all read `POOLINGS`, so adding a
-mode is one entry here and nothing else.
+One dict, one entry per mode, each saying what it reads, how wide its output is and
+how to compute it. The CLI's choices, the regimes' grids, the feature cache, the
+fine-tune head's width, the leaderboard's order and the tests all read `POOLINGS`, so
+adding a mode is one entry here and nothing else. The module imports no torch at
+import time (the functions use tensor methods, and import torch only when they run),
+so listing names (`python -m berteval ls`) stays light.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
-
-import torch
+from typing import Any, Callable
 
 from .errors import BertevalError
+
+
+@dataclass
+class PoolInput:
+    """What a pooling may read for one padded batch."""
+
+    hidden: Any  # (B, T, H): the states of the requested layer
+    mask: Any  # (B, T): 1 on real tokens, 0 on padding
+    encoder: Any  # the base model (its pooler, its config)
+    states: tuple | None = None  # every hidden state (embeddings first), when a pooling needs them
 
 
 @dataclass(frozen=True)
 class Pooling:
     name: str
-    fn: Callable[[torch.Tensor, torch.Tensor, torch.nn.Module], torch.Tensor]
+    fn: Callable[[PoolInput], Any]  # PoolInput -> (B, width)
     description: str
+    width_factor: int = 1  # output width = width_factor x hidden size
     needs_pooler: bool = False  # reads the checkpoint's pooler layer
-    last_layer_only: bool = False  # defined on the final hidden state only
-    colour: str = "#888888"  # one colour per mode, shared by every figure
+    last_layer_only: bool = False  # defined on the final hidden state (or fixed layers) only
+    needs_all_states: bool = False  # reads several layers: the encoder must return every hidden state
+    default: bool = True  # part of the grid when --pooling is not given
+
+    def width(self, hidden_size: int) -> int:
+        return self.width_factor * int(hidden_size)
 
 
-def _cls(hidden: torch.Tensor, mask: torch.Tensor, encoder: torch.nn.Module) -> torch.Tensor:
-    return hidden[:, 0]  # (B, H): the raw [CLS] state
+def _cls(x: PoolInput):
+    return x.hidden[:, 0]  # (B, H): the raw [CLS] state
 
 
-def _pooler(hidden: torch.Tensor, mask: torch.Tensor, encoder: torch.nn.Module) -> torch.Tensor:
+def _pooler(x: PoolInput):
     # BERT's pooler is tanh(W h_[CLS] + b); calling the module itself keeps us identical
     # to `pooler_output` whatever the architecture's pooler does.
-    return encoder.pooler(hidden)  # (B, H)
+    return x.encoder.pooler(x.hidden)  # (B, H)
 
 
-def _mean(hidden: torch.Tensor, mask: torch.Tensor, encoder: torch.nn.Module) -> torch.Tensor:
+def masked_mean(hidden, mask):
     m = mask.unsqueeze(-1).to(hidden.dtype)  # (B, T, 1)
     return (hidden * m).sum(1) / m.sum(1).clamp(min=1.0)  # (B, H): padding contributes nothing
 
 
-def _max(hidden: torch.Tensor, mask: torch.Tensor, encoder: torch.nn.Module) -> torch.Tensor:
+def _mean(x: PoolInput):
+    return masked_mean(x.hidden, x.mask)
+
+
+def _max(x: PoolInput):
+    import torch
+
     # Padding gets the dtype's lowest value so it can never win the max.
-    filled = hidden.masked_fill(~mask.bool().unsqueeze(-1), torch.finfo(hidden.dtype).min)  # (B, T, H)
+    filled = x.hidden.masked_fill(~x.mask.bool().unsqueeze(-1), torch.finfo(x.hidden.dtype).min)  # (B, T, H)
     return filled.max(1).values  # (B, H)
 
 
 POOLINGS: dict[str, Pooling] = {
     p.name: p
     for p in (
-        Pooling("cls", _cls, "raw [CLS] hidden state, last_hidden_state[:, 0]", colour="#1f77b4"),
-        Pooling(
-            "pooler",
-            _pooler,
-            "pooler_output = tanh(W h_[CLS] + b), the layer next-sentence pre-training trained",
-            needs_pooler=True,
-            last_layer_only=True,
-            colour="#d62728",
-        ),
-        Pooling("mean", _mean, "mean of token states over the attention mask", colour="#2ca02c"),
-        Pooling("max", _max, "element-wise max of token states over the attention mask", colour="#9467bd"),
+        Pooling("cls", _cls, "raw [CLS] hidden state, last_hidden_state[:, 0]"),
+        Pooling("pooler", _pooler,
+                "pooler_output = tanh(W h_[CLS] + b), the layer next-sentence pre-training trained",
+                needs_pooler=True, last_layer_only=True),
+        Pooling("mean", _mean, "mean of token states over the attention mask"),
+        Pooling("max", _max, "element-wise max of token states over the attention mask"),
     )
 }
 
 
-def parse(spec: str | list[str]) -> list[str]:
-    """'cls,pooler' -> ['cls', 'pooler'], refusing unknown names with the valid ones."""
-    names = [s.strip() for s in (spec.split(",") if isinstance(spec, str) else spec) if s.strip()]
-    unknown = [n for n in names if n not in POOLINGS]
-    if unknown or not names:
+def names() -> list[str]:
+    """Every registered pooling, in registry order (the order every figure and table uses)."""
+    return list(POOLINGS)
+
+
+def default_names() -> list[str]:
+    return [n for n, p in POOLINGS.items() if p.default]
+
+
+def parse(spec: str | list[str] | None) -> list[str]:
+    """'cls,pooler' -> ['cls', 'pooler'], refusing unknown names with the valid ones; None -> the defaults."""
+    if spec is None:
+        return default_names()
+    names_ = [s.strip() for s in (spec.split(",") if isinstance(spec, str) else spec) if s.strip()]
+    unknown = [n for n in names_ if n not in POOLINGS]
+    if unknown or not names_:
         raise BertevalError(f"unknown pooling {', '.join(unknown) or '(none)'}; choose from {', '.join(POOLINGS)}")
-    return list(dict.fromkeys(names))
+    return list(dict.fromkeys(names_))
 
 
 def check_available(name: str, heads) -> None:
@@ -96,5 +124,6 @@ def warning(name: str, heads) -> str | None:
     return None
 
 
-def apply(name: str, hidden: torch.Tensor, mask: torch.Tensor, encoder: torch.nn.Module) -> torch.Tensor:
-    return POOLINGS[name].fn(hidden, mask, encoder)
+def apply(name: str, hidden, mask, encoder, states: tuple | None = None):
+    """(B, width) vectors of pooling `name` from a layer's (B, T, H) states."""
+    return POOLINGS[name].fn(PoolInput(hidden, mask, encoder, states))

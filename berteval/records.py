@@ -1,16 +1,16 @@
 """Typed result records: one JSON line per model x task x pooling x regime x layer x seed.
 
-Everything that reads results (the CLI's `validate` and `summary`, the runner's resume
+Everything that reads results (the CLI's `validate` and `summary`, the store's resume
 check, the leaderboard) goes through `read_records`, the one reader: it validates each
 line against `RunRecord`'s fields and reports a bad line by file and line number
-instead of failing the rest. Lines are appended under a file lock with a single
-write, so a killed run never leaves half a record.
+instead of failing the rest, whatever bytes the line holds. A run id seen twice is
+counted once (the first line) and the copy is reported. Writing belongs to
+`berteval.store`, which appends one line at a time under a file lock.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import fcntl
 import hashlib
 import json
 import os
@@ -59,7 +59,7 @@ class RunRecord:
     def group_key(self) -> tuple:
         """Records that differ only in what is being compared (pooling, layer) share a group."""
         return (self.model, self.model_revision, self.task, self.task_version, self.data_sha256,
-                self.regime, self.seed, self.n_train)
+                self.regime, self.seed, self.n_train, self.dtype)
 
 
 _FIELDS = {f.name: f for f in dataclasses.fields(RunRecord)}
@@ -117,70 +117,49 @@ class Problem:
 
 
 def read_records(paths: Iterable[str | os.PathLike]) -> tuple[list[RunRecord], list[Problem]]:
-    """Every valid record in the files, plus one Problem per bad line (the rest still load)."""
+    """Every valid record in the files, plus one Problem per bad line (the rest still load).
+
+    Lines are decoded one at a time, so a byte that is not UTF-8 spoils its own line only; a
+    run id already read (in any of the files) is skipped and reported, so nothing counts twice."""
     records: list[RunRecord] = []
     problems: list[Problem] = []
+    first_seen: dict[str, str] = {}
     for path in paths:
         path = Path(path)
         try:
-            text = path.read_text(encoding="utf-8")
+            raw = path.read_bytes()
         except OSError as exc:
             problems.append(Problem(str(path), 0, f"cannot read: {exc.strerror or exc}"))
             continue
-        lines = text.split("\n")
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            if number == len(lines) and not text.endswith("\n"):
-                problems.append(Problem(str(path), number, "unterminated last line (a write was cut off)"))
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                problems.append(Problem(str(path), number, f"not valid JSON: {exc.msg} at column {exc.colno}"))
-                continue
-            errors = validate(obj)
-            if errors:
-                problems.append(Problem(str(path), number, "; ".join(errors)))
-                continue
-            records.append(RunRecord(**obj))
+        lines = raw.split(b"\n")
+        for number, blob in enumerate(lines, start=1):
+            rec, problem = _parse_line(blob, last=number == len(lines) and not raw.endswith(b"\n"))
+            if problem:
+                problems.append(Problem(str(path), number, problem))
+            elif rec is not None and rec.run_id in first_seen:
+                problems.append(Problem(str(path), number, f"duplicate run id {rec.run_id} (first at "
+                                                           f"{first_seen[rec.run_id]}); counted once"))
+            elif rec is not None:
+                first_seen[rec.run_id] = f"{path}:{number}"
+                records.append(rec)
     return records, problems
 
 
-def is_writer() -> bool:
-    """Under `accelerate launch` (or torchrun) every process runs the same command; only rank 0
-    writes results, so N processes give one record, not N."""
-    return os.environ.get("RANK", "0") == "0"
-
-
-def append_record(path: str | os.PathLike, record: RunRecord) -> None:
-    """Append one line atomically: locked, one write, fsynced."""
-    if not is_writer():
-        return
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    data = (record.to_json() + "\n").encode("utf-8")
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+def _parse_line(blob: bytes, last: bool) -> tuple[RunRecord | None, str | None]:
+    """(record, None), (None, what is wrong) or (None, None) for a blank line."""
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        # A file whose last line was cut off would swallow this record into it: start a new line.
-        size = os.fstat(fd).st_size
-        if size:
-            with open(path, "rb") as fh:
-                fh.seek(size - 1)
-                if fh.read(1) != b"\n":
-                    data = b"\n" + data
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def write_json_atomic(path: str | os.PathLike, obj: Any) -> None:
-    if not is_writer():
-        return
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(obj, separators=(",", ":")), encoding="utf-8")
-    os.replace(tmp, path)
+        line = blob.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return None, f"not valid UTF-8 (byte {exc.start + 1} of the line)"
+    if not line.strip():
+        return None, None
+    if last:
+        return None, "unterminated last line (a write was cut off)"
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as exc:
+        return None, f"not valid JSON: {exc.msg} at column {exc.colno}"
+    errors = validate(obj)
+    if errors:
+        return None, "; ".join(errors)
+    return RunRecord(**obj), None

@@ -5,7 +5,6 @@ record whatever ran before it in the process."""
 from __future__ import annotations
 
 import numpy as np
-import torch
 
 # Streams keep independent uses of one seed apart (the probe's held-out slice must not
 # change when, say, NSP negatives are drawn with the same seed).
@@ -16,7 +15,9 @@ def numpy_rng(seed: int, stream: str) -> np.random.Generator:
     return np.random.default_rng([int(seed), _STREAMS[stream]])
 
 
-def torch_generator(seed: int, stream: str) -> torch.Generator:
+def torch_generator(seed: int, stream: str):
+    import torch  # only training needs it; listing and reading records stay torch-free
+
     gen = torch.Generator()
     gen.manual_seed(int(seed) * 1000 + _STREAMS[stream])
     return gen

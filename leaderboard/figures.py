@@ -27,6 +27,11 @@ from berteval.pooling import POOLINGS
 from . import data
 
 UNKNOWN_COLOUR = "#8c8c8c"  # poolings outside the registry ("span", "nsp-head"): neutral grey
+# One colour per pooling, shared by every figure. The four first poolings keep the colours readers
+# know; a pooling added to the registry later takes the next free colour of the palette, so adding a
+# pooling never needs an edit here.
+FIXED_COLOURS = {"cls": "#1f77b4", "pooler": "#d62728", "mean": "#2ca02c", "max": "#9467bd"}
+PALETTE = ("#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#393b79", "#637939", "#843c39")
 REGIME_ORDER = ["probe", "finetune", "pretrained"]
 LAYER_POOLINGS = ["cls", "mean"]  # the poolings the per-layer ablation runs
 METRIC_NAMES = {"accuracy": "accuracy", "f1": "F1", "exact_match": "exact match"}
@@ -38,8 +43,12 @@ LEGEND_TOP = dict(orientation="h", y=1.0, yanchor="bottom", x=1, xanchor="right"
 
 
 def colour(pooling: str) -> str:
-    p = POOLINGS.get(pooling)
-    return p.colour if p else UNKNOWN_COLOUR
+    if pooling in FIXED_COLOURS:
+        return FIXED_COLOURS[pooling]
+    if pooling not in POOLINGS:
+        return UNKNOWN_COLOUR
+    others = [n for n in POOLINGS if n not in FIXED_COLOURS]
+    return PALETTE[others.index(pooling) % len(PALETTE)]
 
 
 def _regime_rank(regime: str) -> tuple:

@@ -9,6 +9,8 @@ are opt-in: `pytest -m slow` or BERTEVAL_SLOW=1.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -22,8 +24,23 @@ WORDS = ["good", "great", "fine", "bad", "awful", "poor", "movie", "film", "plot
 POSITIVE, NEGATIVE = ["good", "great", "fine", "fun"], ["bad", "awful", "poor", "dull"]
 
 
+# Everything a test session writes goes under one temporary folder, set before any test module
+# imports `datasets` or berteval (both read these variables once): the feature cache, the datasets
+# cache, evaluate's module cache and gradio's uploads. Results are always written to a test's own
+# tmp_path (`out=`), never to the committed leaderboard/results.
+_SESSION_DIR = Path(tempfile.mkdtemp(prefix="berteval-tests-"))
+_CACHES = {"BERTEVAL_CACHE": "berteval", "HF_DATASETS_CACHE": "datasets", "HF_MODULES_CACHE": "modules",
+           "GRADIO_TEMP_DIR": "gradio"}
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: real model on real data; run with -m slow or BERTEVAL_SLOW=1")
+    for var, sub in _CACHES.items():
+        os.environ[var] = str(_SESSION_DIR / sub)
+
+
+def pytest_unconfigure(config):
+    shutil.rmtree(_SESSION_DIR, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(config, items):

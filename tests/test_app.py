@@ -15,7 +15,8 @@ pytest.importorskip("gradio", reason="gradio is not installed: pip install -r re
 sys.path.insert(0, str(REPO))  # app.py sits at the repository root
 import app  # noqa: E402
 
-from berteval import demo, models, qa  # noqa: E402
+from berteval import models, serve  # noqa: E402
+from berteval.qa import inference as qa  # noqa: E402
 from berteval.errors import BertevalError  # noqa: E402
 
 
@@ -53,7 +54,7 @@ def test_an_unexpected_failure_is_a_message_without_a_traceback(monkeypatch):
     def broken(name):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(demo, "classifier", broken)
+    monkeypatch.setattr(serve, "classifier", broken)
     out = app.classify("default", "fine", "mean")
     assert "Something went wrong (RuntimeError: boom)" in status(out) and "Traceback" not in status(out)
 
@@ -61,7 +62,7 @@ def test_an_unexpected_failure_is_a_message_without_a_traceback(monkeypatch):
 def test_answer_highlights_the_best_span_by_character_offsets(tiny_models, monkeypatch):
     loaded = models.load(str(tiny_models["pretraining"]))
     tiny = qa.QAModel(qa.head_model(loaded), loaded.tokenizer, "tiny test head")
-    monkeypatch.setattr(demo, "qa_model", lambda name: tiny)
+    monkeypatch.setattr(serve, "qa_model", lambda name: tiny)
     context = "the movie was good and the plot was bad"
     highlighted, nbest, fig, about, box = app.answer("default", "what was good ?", f"  {context}  ")
     assert status((box,)) == ""
@@ -76,7 +77,7 @@ def test_answer_without_a_qa_head_says_so(monkeypatch):
     def missing(name):
         raise BertevalError("no committed SQuAD adapter under results")
 
-    monkeypatch.setattr(demo, "qa_model", missing)
+    monkeypatch.setattr(serve, "qa_model", missing)
     out = app.answer("default", "q?", "a context")
     assert "no committed SQuAD adapter" in status(out)
     assert list(out[1].columns) == app.NBEST_COLUMNS and out[1].empty  # the n-best table keeps its headers

@@ -129,32 +129,26 @@ def test_classify_shows_a_label_with_probabilities(page):
     expect(page.locator("#classify-status")).to_contain_text("empty")
 
 
-def _adapter_committed() -> bool:
-    from berteval import qa
-    from berteval.errors import BertevalError
+def test_answer_highlights_the_committed_adapters_span(page):
+    from berteval import models
+    from berteval.store import Store
 
-    try:
-        qa.demo_model()
-    except BertevalError:
-        return False
-    return True
-
-
-def test_answer_highlights_the_span_or_says_why_it_cannot(page):
+    # The adapter the page answers with is committed: without it this test fails, it does not skip.
+    ident = models.identify(models.DEFAULT)
+    found = Store().best("squad", model_id=ident.model_id, revision=ident.revision, version="1", regime="finetune",
+                         artifact="adapter_dir")
+    assert found is not None and (found.path / "adapter_model.safetensors").is_file()
     _run_example(page, "Answer", "qa-examples", "In what country", "qa-question", "Answer")
-    if _adapter_committed():
-        # Whatever span the adapter picks (it is not asked to be right here), it is highlighted in the
-        # context, heads the n-best table, and the two logit curves are drawn.
-        highlight = page.locator("#qa-highlight .highlighted")
-        expect(highlight).to_have_count(1)
-        span = highlight.inner_text().strip()
-        assert span and span in page.locator("#qa-context textarea").input_value()
-        expect(page.locator("#qa-nbest")).to_contain_text(span)
-        expect(page.locator("#qa-about")).to_contain_text("LoRA fine-tuned")
-        expect(page.locator("#qa-logits .main-svg").first).to_be_visible()
-        expect(page.locator("#qa-logits")).to_contain_text("start logit")
-    else:
-        expect(page.locator("#qa-status")).to_contain_text("no committed SQuAD adapter")
+    # Whatever span the adapter picks (it is not asked to be right here), it is highlighted in the
+    # context, heads the n-best table, and the two logit curves are drawn.
+    highlight = page.locator("#qa-highlight .highlighted")
+    expect(highlight).to_have_count(1)
+    span = highlight.inner_text().strip()
+    assert span and span in page.locator("#qa-context textarea").input_value()
+    expect(page.locator("#qa-nbest")).to_contain_text(span)
+    expect(page.locator("#qa-about")).to_contain_text("LoRA fine-tuned")
+    expect(page.locator("#qa-logits .main-svg").first).to_be_visible()
+    expect(page.locator("#qa-logits")).to_contain_text("start logit")
     _screenshot(page, "answer")
 
 

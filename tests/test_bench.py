@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 from transformers import BertConfig
 
-from berteval import bench, features, models
+from berteval import features, models
+from berteval.bench import encoders as bench
+from berteval.bench import squad_dtypes
 from berteval.cli import main
 from berteval.errors import BertevalError
 
@@ -66,7 +68,7 @@ def test_bf16_vectors_stay_close_to_fp32_and_come_back_as_float32(tiny_models):
 
 
 def test_squad_by_dtype_scores_the_same_model_in_each_dtype(tiny_models, tmp_path):
-    from berteval import qa
+    from berteval.qa import inference as qa
 
     context = "the movie was good and the plot was very dull . " * 4
     qas = [{"id": f"q{i}", "question": "what was the plot", "answers": [{"text": "very dull", "answer_start": 35}]}
@@ -77,8 +79,8 @@ def test_squad_by_dtype_scores_the_same_model_in_each_dtype(tiny_models, tmp_pat
         (tmp_path / "squad" / name).write_text(json.dumps(doc))
     m = models.load(str(tiny_models["pretraining"]))
     span = qa.QAModel(qa.head_model(m), m.tokenizer, "tiny")
-    source, rows = bench.squad_by_dtype(tmp_path, span, limit=2, max_length=32, log=lambda _: None)
+    source, rows = squad_dtypes.squad_by_dtype(tmp_path, span, limit=2, max_length=32, log=lambda _: None)
     assert [r.dtype for r in rows] == ["fp32", "bf16"] and source == "tiny"
     assert all(r.n_questions == 2 and r.n_windows >= 2 and 0 <= r.f1 <= 100 for r in rows)
-    text = bench.format_squad(source, rows)
+    text = squad_dtypes.format_squad(source, rows)
     assert "bf16 - fp32: EM" in text

@@ -7,7 +7,9 @@ import json
 import numpy as np
 import pytest
 
-from berteval import demo, inside, models, runner, sentiment
+from berteval import models, runs, serve
+from berteval.serve import inside, sentiment
+from berteval.store import Store
 from berteval.errors import BertevalError
 from berteval.tasks import get
 from leaderboard import logits
@@ -17,7 +19,7 @@ from leaderboard import logits
 def tiny_results(tiny_models, tiny_sst2, tmp_path_factory):
     """Committed-style SST-2 probe records and heads for the tiny model: 3 poolings x 2 seeds."""
     out = tmp_path_factory.mktemp("results")
-    runner.run(runner.RunSpec(task=get("sst2"), model=str(tiny_models["pretraining"]),
+    runs.run(runs.RunSpec(task=get("sst2"), model=str(tiny_models["pretraining"]),
                               poolings=["cls", "pooler", "mean"], seeds=[0, 1], data_dir=tiny_sst2, out=out,
                               progress=False))
     return out
@@ -27,7 +29,7 @@ def test_one_head_per_pooling_the_best_seed_with_its_accuracy(tiny_models, tiny_
     from berteval import records
 
     model = models.load(str(tiny_models["pretraining"]))
-    heads = sentiment.committed_heads(model, tiny_results)
+    heads = sentiment.committed_heads(model, Store(tiny_results))
     assert list(heads) == ["cls", "pooler", "mean"]  # registry order
     recs, _ = records.read_records([tiny_results / "sst2.jsonl"])
     for name, head in heads.items():
@@ -41,7 +43,7 @@ def test_one_head_per_pooling_the_best_seed_with_its_accuracy(tiny_models, tiny_
 def test_live_heads_reproduce_the_recorded_dev_probabilities(tiny_models, tiny_sst2, tiny_results):
     """The page's P(positive) for a dev sentence is the probability the run recorded for it."""
     model = models.load(str(tiny_models["pretraining"]))
-    heads = sentiment.committed_heads(model, tiny_results)
+    heads = sentiment.committed_heads(model, Store(tiny_results))
     dev = [line.rsplit("\t", 1)[0] for line in (tiny_sst2 / "sst2" / "dev.tsv").read_text().splitlines()[1:]]
     for name, head in heads.items():
         recorded = json.loads((tiny_results / f"predictions/sst2/{head.run_id}.json").read_text())["proba"]
@@ -52,7 +54,7 @@ def test_live_heads_reproduce_the_recorded_dev_probabilities(tiny_models, tiny_s
 def test_heads_of_another_model_are_not_used(tiny_models, tiny_results):
     other = models.load(str(tiny_models["base"]))
     with pytest.raises(BertevalError, match="no committed SST-2 probe heads"):
-        sentiment.committed_heads(other, tiny_results)
+        sentiment.committed_heads(other, Store(tiny_results))
 
 
 def test_committed_default_heads_cover_the_three_vectors():
@@ -93,18 +95,18 @@ def test_inside_the_default_model_says_its_pooler_was_never_trained():
 
 
 def test_input_limits():
-    assert demo.check_text("  a sentence ", "sentence") == "a sentence"
+    assert serve.check_text("  a sentence ", "sentence") == "a sentence"
     with pytest.raises(BertevalError, match="sentence is empty"):
-        demo.check_text("   ", "sentence")
+        serve.check_text("   ", "sentence")
     with pytest.raises(BertevalError, match=r"1,001 characters; the limit is 1,000"):
-        demo.check_text("x" * 1001, "sentence")
-    assert demo.model_name("") == demo.model_name(None) == models.DEFAULT
-    assert demo.model_name(" bert-base-uncased ") == "bert-base-uncased"
+        serve.check_text("x" * 1001, "sentence")
+    assert serve.model_name("") == serve.model_name(None) == models.DEFAULT
+    assert serve.model_name(" bert-base-uncased ") == "bert-base-uncased"
 
 
 def test_a_missing_model_is_a_message_not_a_crash(tmp_path):
     with pytest.raises(BertevalError, match="not an existing local folder"):
-        demo.look_inside(str(tmp_path / "nothing-here"), "text")
+        serve.look_inside(str(tmp_path / "nothing-here"), "text")
 
 
 def test_logits_chart_marks_the_answer_and_shades_the_question():
@@ -136,11 +138,11 @@ def test_qa_model_for_a_checkpoint_uses_its_own_trained_head_or_refuses(tiny_mod
     folder.mkdir()
     BertForQuestionAnswering(tiny_config()).save_pretrained(folder)
     _tokenizer(folder).save_pretrained(folder)
-    assert demo.qa_model(str(folder)).source.startswith("pretrained QA head of")
+    assert serve.qa_model(str(folder)).source.startswith("pretrained QA head of")
     with pytest.raises(BertevalError, match="no trained QA head"):
-        demo.qa_model(str(tiny_models["pretraining"]))
+        serve.qa_model(str(tiny_models["pretraining"]))
 
 
 def test_warm_lists_what_a_model_lacks_without_raising(tiny_models):
-    problems = demo.warm(str(tiny_models["base"]))
+    problems = serve.warm(str(tiny_models["base"]))
     assert [p.split(":")[0] for p in problems] == ["SST-2 heads", "QA model", "NSP head"]

@@ -6,17 +6,18 @@ import torch
 
 from berteval import features, models, pooling
 from berteval.errors import BertevalError
+from berteval.regimes.grid import parse_layers
 
 TEXTS = ["good movie", "the plot was very dull and the acting poor", "fun", "it is a fine film ."]
 
 
 def test_layers_resolve_to_canonical_ids():
-    assert features.parse_layers(None, 7) == [-1]
-    assert features.parse_layers("-1,6,-2,3,5", 7) == [-1, 5, 3]
+    assert parse_layers(None, 7) == [-1]
+    assert parse_layers("-1,6,-2,3,5", 7) == [-1, 5, 3]
     with pytest.raises(BertevalError, match="does not exist"):
-        features.parse_layers("7", 7)
+        parse_layers("7", 7)
     with pytest.raises(BertevalError, match="comma-separated integers"):
-        features.parse_layers("last", 7)
+        parse_layers("last", 7)
 
 
 def test_vectors_equal_a_direct_forward_for_every_pooling_and_layer(tiny_models):

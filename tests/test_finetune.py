@@ -3,7 +3,8 @@ its saved step, and the same seed gives the same record (tiny model, tiny data).
 
 import torch
 
-from berteval import features, finetune, models, records, runner, training
+from berteval import features, models, records, runs, training
+from berteval.heads.classifier import Examples, PooledClassifier, collate_fn
 from berteval.errors import BertevalError
 from berteval.tasks import get
 
@@ -11,14 +12,14 @@ from berteval.tasks import get
 def _dataset(m, data_dir):
     train = get("sst2").load(data_dir).train
     enc = features.tokenise(m, train.texts, 32)
-    return finetune._Examples({k: v for k, v in enc.items() if k != "offset_mapping"}, train.labels)
+    return Examples({k: v for k, v in enc.items() if k != "offset_mapping"}, train.labels)
 
 
 def _model(m, seed=0):
     import copy
 
     torch.manual_seed(seed)
-    return finetune.PooledClassifier(copy.deepcopy(m.encoder), "mean", 2)
+    return PooledClassifier(copy.deepcopy(m.encoder), "mean", 2)
 
 
 def test_a_few_steps_change_the_encoder_and_lower_the_loss(tiny_models, tiny_sst2):
@@ -27,7 +28,7 @@ def test_a_few_steps_change_the_encoder_and_lower_the_loss(tiny_models, tiny_sst
     model = _model(m)
     before = {k: v.detach().clone() for k, v in model.encoder.named_parameters()}
     cfg = training.TrainConfig(epochs=8, batch_size=16, lr=3e-3, warmup_ratio=0.0, dtype="fp32")
-    res = training.train(model, ds, finetune._collate(m.tokenizer, ds), lambda mm, b: mm(**b)[0], cfg, progress=False)
+    res = training.train(model, ds, collate_fn(m.tokenizer, ds), lambda mm, b: mm(**b)[0], cfg, progress=False)
     unchanged = {k for k, v in model.encoder.named_parameters() if torch.equal(v, before[k])}
     # every encoder weight moved, not only the head; the pooler gets no gradient through mean pooling
     assert unchanged == {"pooler.dense.weight", "pooler.dense.bias"}
@@ -38,7 +39,7 @@ def test_a_few_steps_change_the_encoder_and_lower_the_loss(tiny_models, tiny_sst
 def test_a_killed_run_resumes_from_its_saved_step(tiny_models, tiny_sst2, tmp_path):
     m = models.load(str(tiny_models["pretraining"]))
     ds = _dataset(m, tiny_sst2)
-    collate = finetune._collate(m.tokenizer, ds)
+    collate = collate_fn(m.tokenizer, ds)
     loss = lambda mm, b: mm(**b)[0]  # noqa: E731
     base = dict(epochs=2, batch_size=16, lr=1e-3, dtype="fp32", checkpoint_every=4)
 
@@ -63,12 +64,12 @@ def _spec(model_dir, data_dir, out, **kw):
     base = dict(task=get("sst2"), model=str(model_dir), regime="finetune", poolings=["cls", "mean"], seeds=[0],
                 data_dir=data_dir, out=out, progress=False, epochs=2, batch_size=16, lr=1e-3)
     base.update(kw)
-    return runner.RunSpec(**base)
+    return runs.RunSpec(**base)
 
 
 def test_finetune_records_selection_and_determinism(tiny_models, tiny_sst2, tmp_path):
-    a = runner.run(_spec(tiny_models["pretraining"], tiny_sst2, tmp_path / "a"))
-    b = runner.run(_spec(tiny_models["pretraining"], tiny_sst2, tmp_path / "b"))
+    a = runs.run(_spec(tiny_models["pretraining"], tiny_sst2, tmp_path / "a"))
+    b = runs.run(_spec(tiny_models["pretraining"], tiny_sst2, tmp_path / "b"))
     assert [(r.run_id, r.metrics) for r in a.written] == [(r.run_id, r.metrics) for r in b.written]
     rec = a.written[1]
     assert rec.regime == "finetune" and rec.pooling == "mean" and rec.n_train == 108 and rec.n_eval == 40
@@ -77,14 +78,12 @@ def test_finetune_records_selection_and_determinism(tiny_models, tiny_sst2, tmp_
     assert ft["heldout_accuracy_per_epoch"][ft["selected_epoch"] - 1] == max(ft["heldout_accuracy_per_epoch"])
     assert rec.paired_tests and rec.paired_tests[0]["other"]["pooling"] == "cls"
     assert records.read_records([tmp_path / "a" / "sst2.jsonl"])[1] == []
-    again = runner.run(_spec(tiny_models["pretraining"], tiny_sst2, tmp_path / "a"))
+    again = runs.run(_spec(tiny_models["pretraining"], tiny_sst2, tmp_path / "a"))
     assert again.written == [] and len(again.skipped) == 2
 
 
-def test_finetune_refuses_max_pooling_and_layers(tiny_models, tiny_sst2, tmp_path):
+def test_finetune_refuses_layers(tiny_models, tiny_sst2, tmp_path):
     import pytest
 
-    with pytest.raises(BertevalError, match="finetune reads cls, pooler, mean"):
-        runner.run(_spec(tiny_models["pretraining"], tiny_sst2, tmp_path, poolings=["max"]))
     with pytest.raises(BertevalError, match="drop --layers"):
-        runner.run(_spec(tiny_models["pretraining"], tiny_sst2, tmp_path, layers="-2"))
+        runs.run(_spec(tiny_models["pretraining"], tiny_sst2, tmp_path, layers="-2"))

@@ -7,7 +7,7 @@ from conftest import REPO
 
 
 def test_berteval_never_imports_gradio_or_plotly():
-    code = ("import sys, berteval, berteval.cli, berteval.runner, berteval.models, berteval.tasks; "
+    code = ("import sys, berteval, berteval.cli, berteval.runs, berteval.models, berteval.tasks; "
             "bad = [m for m in sys.modules if m.split('.')[0] in ('gradio', 'plotly')]; "
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True)

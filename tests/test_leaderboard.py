@@ -18,7 +18,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import pytest
 
-from berteval import records
+from berteval import records, store
 from berteval.stats import summarise
 from conftest import REPO
 from leaderboard import data, figures, report, table, views
@@ -78,7 +78,7 @@ def full_records() -> list[records.RunRecord]:
 
 def write(path, recs):
     for r in recs:
-        records.append_record(path, r)
+        store.append_record(path, r)
     return path
 
 

@@ -10,7 +10,10 @@ import numpy as np
 import pytest
 import torch
 
-from berteval import models, nsp, pairs, records, runner
+from berteval import models, pairs, records, runs
+from berteval.heads import nsp as nsp_head
+from berteval.serve import nsp
+from berteval.store import Store
 from berteval.errors import BertevalError
 from berteval.tasks import get
 from conftest import REPO, SHARED_DATA, WORDS, _tokenizer, tiny_config
@@ -150,16 +153,16 @@ def test_pretrained_head_label_order(tmp_path, tiny_squad, bias, label):
     folder = _nsp_checkpoint(tmp_path / "nsp", bias)
     loaded = models.load(str(folder))
     assert loaded.heads.has_nsp_head
-    proba = nsp.pretrained_proba(loaded, [("the cat was good", "the dog was bad")])
+    proba = nsp_head.pretrained_proba(loaded, [("the cat was good", "the dog was bad")])
     assert proba.shape == (1, 2) and proba[0, label] > 0.99  # index 0 = IsNext, 1 = NotNext
 
-    spec = runner.RunSpec(task=get("nsp"), model=str(folder), regime="pretrained", seeds=[0],
+    spec = runs.RunSpec(task=get("nsp"), model=str(folder), regime="pretrained", seeds=[0],
                           data_dir=tiny_squad, out=tmp_path / "out", progress=False)
-    rec = runner.run(spec).written[0]
+    rec = runs.run(spec).written[0]
     preds = json.loads((tmp_path / "out" / rec.predictions_file).read_text())
     assert set(preds["pred"]) == {label}
     assert rec.pooling == "nsp-head" and rec.regime == "pretrained" and rec.metrics["accuracy"] == 0.5
-    assert runner.run(spec).written == []
+    assert runs.run(spec).written == []
 
     demo = nsp.load_demo_head(str(folder))
     answer = demo.predict("the cat was good", "the dog was bad")
@@ -170,10 +173,10 @@ def test_pretrained_head_label_order(tmp_path, tiny_squad, bias, label):
 def test_checkpoint_without_nsp_head_is_refused(tiny_models, tiny_squad, tmp_path, capsys):
     from berteval.cli import main
 
-    spec = runner.RunSpec(task=get("nsp"), model=str(tiny_models["base"]), regime="pretrained",
+    spec = runs.RunSpec(task=get("nsp"), model=str(tiny_models["base"]), regime="pretrained",
                           data_dir=tiny_squad, out=tmp_path, progress=False)
     with pytest.raises(BertevalError, match="silently attach a randomly initialised head.*--regime probe"):
-        runner.run(spec)
+        runs.run(spec)
     code = main(["run", "--task", "nsp", "--model", str(tiny_models["distilbert"]), "--regime", "pretrained",
                  "--data-dir", str(tiny_squad), "--out", str(tmp_path), "--no-progress"])
     assert code == 2 and "no pretrained next-sentence (NSP) head" in capsys.readouterr().err
@@ -181,9 +184,9 @@ def test_checkpoint_without_nsp_head_is_refused(tiny_models, tiny_squad, tmp_pat
 
 
 def test_probe_run_writes_records_and_a_rerun_adds_none(tiny_models, tiny_squad, tmp_path):
-    spec = runner.RunSpec(task=get("nsp"), model=str(tiny_models["base"]), poolings=["cls", "pooler", "mean", "max"],
+    spec = runs.RunSpec(task=get("nsp"), model=str(tiny_models["base"]), poolings=["cls", "pooler", "mean", "max"],
                           seeds=[0, 1], data_dir=tiny_squad, out=tmp_path, progress=False)
-    rep = runner.run(spec)
+    rep = runs.run(spec)
     data = get("nsp").load(tiny_squad)
     recs, problems = records.read_records([tmp_path / "nsp.jsonl"])
     assert problems == [] and len(recs) == len(rep.written) == 8
@@ -192,12 +195,12 @@ def test_probe_run_writes_records_and_a_rerun_adds_none(tiny_models, tiny_squad,
         assert 0.0 <= r.metrics["accuracy"] <= 1.0
         assert r.data_sha256 == data.data_sha256
         assert r.n_eval == len(data.eval) and r.config["train_examples_available"] == len(data.train)
-    again = runner.run(spec)
+    again = runs.run(spec)
     assert again.written == [] and len(again.skipped) == 8
     assert len(records.read_records([tmp_path / "nsp.jsonl"])[0]) == 8
 
     # The demo falls back to the best probe and says so; P(IsNext) is 1 - sigmoid(class-1 logit).
-    demo = nsp.load_demo_head(str(tiny_models["base"]), results=tmp_path)
+    demo = nsp.load_demo_head(str(tiny_models["base"]), store=Store(tmp_path))
     assert demo.source.startswith(f"trained probe on {demo.pooling}") and "not BERT's pre-training head" in demo.source
     by_cell = {}
     for r in recs:
@@ -212,7 +215,7 @@ def test_probe_run_writes_records_and_a_rerun_adds_none(tiny_models, tiny_squad,
 
 def test_demo_head_without_records_says_how_to_make_one(tiny_models, tmp_path):
     with pytest.raises(BertevalError, match="no pretrained NSP head.*--task nsp"):
-        nsp.load_demo_head(str(tiny_models["base"]), results=tmp_path)
+        nsp.load_demo_head(str(tiny_models["base"]), store=Store(tmp_path))
 
 
 @needs_data

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from berteval import records, runner
+from berteval import records, runs
 from berteval.tasks import get
 from conftest import REPO, SHARED_DATA
 
@@ -35,7 +35,7 @@ def test_committed_records_match_the_data_here():
 @pytest.mark.slow
 @needs_data
 def test_default_model_probe_on_real_data(tmp_path):
-    spec = runner.RunSpec(task=get("sst2"), poolings=["mean"], seeds=[0], data_dir=DATA, out=tmp_path,
+    spec = runs.RunSpec(task=get("sst2"), poolings=["mean"], seeds=[0], data_dir=DATA, out=tmp_path,
                           limit_train=3000, progress=False)
-    rec = runner.run(spec).written[0]
+    rec = runs.run(spec).written[0]
     assert rec.metrics["accuracy"] > 0.7  # a real sentence encoder on real sentiment, far above 0.5

@@ -2,7 +2,7 @@
 
 import json
 
-from berteval import records
+from berteval import records, store
 
 
 def make(**kw):
@@ -20,8 +20,8 @@ def make(**kw):
 def test_round_trip(tmp_path):
     path = tmp_path / "r.jsonl"
     a, b = make(run_id="a"), make(run_id="b", pooling="mean", paired_tests=[{"p_value": 0.5}])
-    records.append_record(path, a)
-    records.append_record(path, b)
+    store.append_record(path, a)
+    store.append_record(path, b)
     got, problems = records.read_records([path])
     assert problems == []
     assert [r.run_id for r in got] == ["a", "b"]
@@ -38,7 +38,7 @@ def test_bad_lines_reported_with_line_numbers_rest_kept(tmp_path):
     bad_metric = json.loads(good)
     bad_metric["main_metric"] = "f1"
     path.write_text("\n".join([good, "{not json", json.dumps(missing), json.dumps(wrong_type),
-                               json.dumps(bad_metric), good]) + "\n")
+                               json.dumps(bad_metric), make(run_id="abd").to_json()]) + "\n")
     got, problems = records.read_records([path])
     assert len(got) == 2
     by_line = {p.line: p.message for p in problems}
@@ -52,12 +52,12 @@ def test_bad_lines_reported_with_line_numbers_rest_kept(tmp_path):
 
 def test_cut_off_last_line_is_reported_and_next_append_starts_clean(tmp_path):
     path = tmp_path / "r.jsonl"
-    records.append_record(path, make(run_id="a"))
+    store.append_record(path, make(run_id="a"))
     with open(path, "a") as fh:
         fh.write(make(run_id="half").to_json()[:40])  # a write killed half way
     got, problems = records.read_records([path])
     assert [r.run_id for r in got] == ["a"] and problems[0].line == 2 and "unterminated" in problems[0].message
-    records.append_record(path, make(run_id="b"))
+    store.append_record(path, make(run_id="b"))
     got, problems = records.read_records([path])
     assert [r.run_id for r in got] == ["a", "b"]
     assert len(problems) == 1 and problems[0].line == 2
@@ -76,9 +76,9 @@ def test_run_id_is_stable_and_order_free():
 def test_only_rank_zero_writes_under_a_multi_process_launch(tmp_path, monkeypatch):
     path = tmp_path / "r.jsonl"
     monkeypatch.setenv("RANK", "1")
-    records.append_record(path, make(run_id="a"))
-    records.write_json_atomic(tmp_path / "p.json", {"x": 1})
+    store.append_record(path, make(run_id="a"))
+    store.Store(tmp_path).write_json("p.json", {"x": 1})
     assert not path.exists() and not (tmp_path / "p.json").exists()
     monkeypatch.setenv("RANK", "0")
-    records.append_record(path, make(run_id="a"))
+    store.append_record(path, make(run_id="a"))
     assert path.exists()

@@ -8,10 +8,13 @@ import time
 import numpy as np
 import pytest
 
-from berteval import models, qa, records, runner, squad_metrics
+from berteval import models, records, runs
+from berteval.metrics import squad as squad_metrics
+from berteval.qa import QASettings
+from berteval.qa import inference as qa
 from berteval.errors import BertevalError
-from berteval.qa_decode import best_spans
-from berteval.qa_features import make_windows
+from berteval.qa.decode import best_spans
+from berteval.qa.windows import make_windows
 from berteval.tasks import get
 from conftest import WORDS
 
@@ -154,12 +157,12 @@ def _spec(model_dir, data_dir, out, regime, **kw):
     base = dict(task=get("squad"), model=str(model_dir), regime=regime, seeds=[0], data_dir=data_dir, out=out,
                 progress=False, max_length=32, doc_stride=8, epochs=1, batch_size=4)
     base.update(kw)
-    return runner.RunSpec(**base)
+    return runs.RunSpec(**base)
 
 
 @pytest.mark.parametrize("regime", ["probe", "finetune"])
 def test_trained_regimes_write_records_predictions_and_resume(regime, tiny_models, tiny_squad_qa, tmp_path):
-    rep = runner.run(_spec(tiny_models["pretraining"], tiny_squad_qa, tmp_path, regime))
+    rep = runs.run(_spec(tiny_models["pretraining"], tiny_squad_qa, tmp_path, regime))
     rec = rep.written[0]
     assert rec.task == "squad" and rec.pooling == "span" and rec.regime == regime and rec.n_eval == 9
     assert set(rec.metrics) == {"exact_match", "f1"} and 0 <= rec.metrics["f1"] <= 100
@@ -170,24 +173,24 @@ def test_trained_regimes_write_records_predictions_and_resume(regime, tiny_model
     if regime == "finetune":
         assert (tmp_path / rec.config["adapter_dir"] / "adapter_model.safetensors").is_file()
     assert records.read_records([tmp_path / "squad.jsonl"])[1] == []
-    again = runner.run(_spec(tiny_models["pretraining"], tiny_squad_qa, tmp_path, regime))
+    again = runs.run(_spec(tiny_models["pretraining"], tiny_squad_qa, tmp_path, regime))
     assert again.written == [] and again.skipped == [rec.run_id]
 
 
 def test_finetuned_adapter_reloads_with_the_same_answers(tiny_models, tiny_squad_qa, tmp_path):
-    rec = runner.run(_spec(tiny_models["pretraining"], tiny_squad_qa, tmp_path, "finetune")).written[0]
+    rec = runs.run(_spec(tiny_models["pretraining"], tiny_squad_qa, tmp_path, "finetune")).written[0]
     model = qa.load_adapter(tmp_path / rec.config["adapter_dir"])
     preds = json.loads((tmp_path / rec.predictions_file).read_text())
     data = get("squad").load(tiny_squad_qa)
-    for ex in data.eval[:3]:
-        got = qa.answer(model, ex.question, ex.context, max_length=32, doc_stride=8)
-        assert got.nbest[0].text == preds[ex.id]
+    for qid, (question, context) in list(zip(data.eval.ids, data.eval.texts))[:3]:
+        got = qa.answer(model, question, context, QASettings(max_length=32, doc_stride=8))
+        assert got.nbest[0].text == preds[qid]
     assert "LoRA" in model.source
 
 
 def test_pretrained_regime_refuses_a_checkpoint_without_qa_head(tiny_models, tiny_squad_qa, tmp_path):
     with pytest.raises(BertevalError, match="no trained QA head.*random"):
-        runner.run(_spec(tiny_models["pretraining"], tiny_squad_qa, tmp_path, "pretrained"))
+        runs.run(_spec(tiny_models["pretraining"], tiny_squad_qa, tmp_path, "pretrained"))
 
 
 def test_pretrained_regime_scores_a_real_qa_head(tiny_squad_qa, tmp_path):
@@ -199,7 +202,7 @@ def test_pretrained_regime_scores_a_real_qa_head(tiny_squad_qa, tmp_path):
     folder.mkdir()
     _tokenizer(folder).save_pretrained(folder)
     BertForQuestionAnswering(tiny_config()).save_pretrained(folder)
-    rec = runner.run(_spec(folder, tiny_squad_qa, tmp_path / "out", "pretrained")).written[0]
+    rec = runs.run(_spec(folder, tiny_squad_qa, tmp_path / "out", "pretrained")).written[0]
     assert rec.regime == "pretrained" and rec.n_train == 0 and rec.n_eval == 9
 
 
@@ -207,10 +210,10 @@ def test_no_plausible_answer_and_a_20000_character_context(tiny_models):
     m = models.load(str(tiny_models["pretraining"]))
     model = qa.head_model(m)
     qa_model = qa.QAModel(model, m.tokenizer, "tiny")
-    got = qa.answer(qa_model, "what is the plot", "sun rain cat dog", max_length=32, doc_stride=8)
+    got = qa.answer(qa_model, "what is the plot", "sun rain cat dog", QASettings(max_length=32, doc_stride=8))
     assert got.nbest and np.isfinite(got.nbest[0].score)  # the best span and its score, never a crash
     long_context = " ".join(["the cat was very fun and the dog was dull"] * 460)[:20_000]
     t0 = time.perf_counter()
-    got = qa.answer(qa_model, "what is the plot", long_context, max_length=64, doc_stride=16)
+    got = qa.answer(qa_model, "what is the plot", long_context, QASettings(max_length=64, doc_stride=16))
     assert got.n_windows > 50 and got.nbest[0].text == long_context[got.nbest[0].start_char:got.nbest[0].end_char]
     assert time.perf_counter() - t0 < 60

@@ -1,7 +1,11 @@
 """What a task is: a frozen metadata record plus the code that loads its examples.
 
-Records carry `task_version`; change how a task is scored or which data it reads and
-bump `version`, so older records keep the meaning they were written with.
+Every task follows one data contract: `load(data_dir) -> TaskData` with a train and an
+eval `Split` (inputs, gold labels, ids) and a checksum of the content. A task declares
+its kind (which decides the regimes that can run it and what a head reads) and its
+metrics (from `berteval.metrics`). Records carry `task_version`; change how a task is
+scored or which data it reads and bump `version`, so older records keep their meaning.
+Torch-free: the task registry is read by light commands such as `ls`.
 """
 
 from __future__ import annotations
@@ -9,20 +13,47 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
+
+import numpy as np
 
 from ..errors import BertevalError
+from ..metrics import METRICS
+from ..seeds import numpy_rng
+
+# Kinds of task. A regime says which kinds it supports; a kind says what a head reads.
+SENTENCE = "sentence classification"  # one text -> a class, from one pooled vector
+PAIR = "sentence-pair classification"  # two texts as [CLS] A [SEP] B [SEP] -> a class, from one pooled vector
+SPAN = "span QA"  # question + context -> a span of the context, from every token's start/end logits
+POOLED_KINDS = (SENTENCE, PAIR)
 
 
 @dataclass
 class Split:
     name: str
-    texts: list  # str, or (str, str) pairs
-    labels: list[int]
+    texts: list  # str, a (str, str) pair, or (question, context) for span QA
+    labels: list  # class ids; for span QA an `Answers` per question
     ids: list[str] = field(default_factory=list)
+    groups: list[str] = field(default_factory=list)  # e.g. the article each example comes from
 
     def __len__(self) -> int:
         return len(self.texts)
+
+    def subset(self, idx) -> "Split":
+        pick = lambda xs: [xs[i] for i in idx] if xs else []  # noqa: E731
+        return Split(self.name, pick(self.texts), pick(self.labels), pick(self.ids), pick(self.groups))
+
+
+def sentence_checksum(*splits: Split) -> str:
+    """sha256 over the examples' content, so a hub copy and a local copy of the same data agree
+    and any edit to the data changes it."""
+    digest = hashlib.sha256()
+    for split in splits:
+        digest.update(f"#{split.name}\n".encode())
+        for text, label in zip(split.texts, split.labels):
+            parts = text if isinstance(text, tuple) else (text,)
+            digest.update(("\t".join(parts) + f"\t{label}\n").encode())
+    return digest.hexdigest()
 
 
 @dataclass
@@ -31,22 +62,15 @@ class TaskData:
     eval: Split
     source: str  # where the examples came from, for the record's config
     data_sha256: str  # content checksum of train + eval as used
+    details: dict[str, Any] = field(default_factory=dict)  # e.g. which train file (SQuAD)
 
     @staticmethod
     def checksum(*splits: Split) -> str:
-        """sha256 over the examples' content, so a hub copy and a local copy of the same
-        data agree and any edit to the data changes it."""
-        digest = hashlib.sha256()
-        for split in splits:
-            digest.update(f"#{split.name}\n".encode())
-            for text, label in zip(split.texts, split.labels):
-                parts = text if isinstance(text, tuple) else (text,)
-                digest.update(("\t".join(parts) + f"\t{label}\n").encode())
-        return digest.hexdigest()
+        return sentence_checksum(*splits)
 
 
 def split_checksum(split: Split) -> str:
-    return TaskData.checksum(split)
+    return sentence_checksum(split)
 
 
 def local_folder(data_dir: Path, sub: str, files, missing: str | None = None) -> Path | None:
@@ -77,18 +101,33 @@ class TaskSpec:
     name: str
     version: str
     description: str
+    kind: str  # SENTENCE, PAIR or SPAN
     hub_source: str  # hub dataset id (and config) used when no data dir is given
     local_layout: str  # files expected under the data dir
-    train_split: str
-    eval_split: str
-    main_metric: str
-    greater_is_better: bool
-    uses_pooling: bool
-    regimes: tuple[str, ...]
-    labels: tuple[str, ...]
+    metrics: tuple[str, ...]  # keys of berteval.metrics.METRICS, the main one first
+    labels: tuple[str, ...]  # class names in label order (empty for span QA)
     load: Callable[[Path | None], TaskData]
-    # Regimes this task runs with its own code (e.g. span QA, a pretrained NSP head), as
-    # regime -> "module:function" taking a RunSpec and returning a RunReport. Named, not
-    # imported, so loading the registry never pulls in training code. Regimes not listed
-    # use the pooled probe grid.
-    regime_runners: dict[str, str] = field(default_factory=dict)
+    max_length: int = 128  # tokens per input (a QA window for span QA) when a run does not say
+    # Content checksum of splits as used (a subset changes it); span QA hashes its own fields.
+    checksum: Callable[..., str] = sentence_checksum
+
+    @property
+    def main_metric(self) -> str:
+        return self.metrics[0]
+
+    @property
+    def greater_is_better(self) -> bool:
+        return METRICS[self.main_metric].greater_is_better
+
+    def subset(self, data: TaskData, train: Split, evals: Split) -> str:
+        """The data checksum of a run that uses `train` and `evals` (the task's own when unchanged)."""
+        return data.data_sha256 if (train is data.train and evals is data.eval) else self.checksum(train, evals)
+
+
+def limit_split(split: Split, limit: int | None, what: str = "--limit-train") -> Split:
+    """A fixed, seed-independent subset (so every seed and pooling reads the same cached vectors)."""
+    if limit is None or limit >= len(split):
+        return split
+    if limit <= 0:
+        raise BertevalError(f"{what} must be a positive number of examples")
+    return split.subset(np.sort(numpy_rng(0, "subset").permutation(len(split))[:limit]))

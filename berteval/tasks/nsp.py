@@ -4,7 +4,7 @@ Wikipedia paragraphs (construction in `berteval.pairs`): 0 = IsNext, 1 = NotNext
 Probes train on pairs from the SQuAD train subset's articles and report on pairs from
 the official dev file's articles (or, without a data dir, rajpurkar/squad's train and
 validation splits from the hub). The `pretrained` regime scores a checkpoint's own NSP
-head on the dev pairs (`berteval.nsp.run_pretrained`); `probe` uses the pooled grid.
+head on the dev pairs; `probe` trains a head on one pooled vector.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import importlib.metadata
 from pathlib import Path
 
 from .. import pairs
-from .base import Split, TaskData, TaskSpec, hub_dataset, local_folder
+from .base import PAIR, Split, TaskData, TaskSpec, hub_dataset, local_folder
 
 HUB_ID = "rajpurkar/squad"
 FILES = {"train": "train-subset.json", "validation": "dev-v1.1.json"}
@@ -64,15 +64,10 @@ TASK = TaskSpec(
         f"article; exactly 50/50, seed {PAIR_SEED}; train on train-subset articles (2,598 pairs), report "
         "accuracy on dev articles (8,118 pairs); labels 0 = IsNext, 1 = NotNext (BERT's order)"
     ),
+    kind=PAIR,
     hub_source=HUB_ID,
     local_layout="squad/train-subset.json, squad/dev-v1.1.json",
-    train_split="train",
-    eval_split="validation",
-    main_metric="accuracy",
-    greater_is_better=True,
-    uses_pooling=True,
-    regimes=("probe", "pretrained"),
+    metrics=("accuracy",),
     labels=pairs.LABELS,
     load=load,
-    regime_runners={"pretrained": "berteval.nsp:run_pretrained"},
 )

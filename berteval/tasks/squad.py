@@ -9,15 +9,25 @@ available offline here, and every record says which one it used).
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import BertevalError
-from .base import TaskSpec, hub_dataset, local_folder
+from ..qa import DEFAULTS as QA_DEFAULTS
+from .base import SPAN, Split, TaskData, TaskSpec, hub_dataset, local_folder
 
 HUB_ID = "rajpurkar/squad"
 TRAIN_FILES = ("train-v1.1.json", "train-subset.json")
 DEV_FILE = "dev-v1.1.json"
+
+
+@dataclass(frozen=True)
+class Answers:
+    """The gold answers of one question: texts and their character offsets in the context."""
+
+    texts: tuple[str, ...]  # dev has up to several per question; train one
+    starts: tuple[int, ...]
 
 
 @dataclass(frozen=True)
@@ -30,25 +40,21 @@ class QAExample:
     answer_starts: tuple[int, ...]  # character offsets of each answer in the context
 
 
-@dataclass
-class QAData:
-    train: list[QAExample]
-    eval: list[QAExample]
-    source: str
-    train_source: str  # which train file: the full set or the 3,939-question subset
-    data_sha256: str
+def to_split(name: str, examples: list[QAExample]) -> Split:
+    """The task's data contract: inputs (question, context), labels `Answers`, ids, article titles."""
+    return Split(name, [(e.question, e.context) for e in examples],
+                 [Answers(e.answers, e.answer_starts) for e in examples], [e.id for e in examples],
+                 [e.title for e in examples])
 
-    @staticmethod
-    def checksum(*splits: list[QAExample]) -> str:
-        import hashlib
 
-        digest = hashlib.sha256()
-        for split in splits:
-            digest.update(b"#split\n")
-            for ex in split:
-                digest.update("\x1f".join([ex.id, ex.question, ex.context, *ex.answers,
-                                           *map(str, ex.answer_starts)]).encode() + b"\n")
-        return digest.hexdigest()
+def checksum(*splits: Split) -> str:
+    """sha256 over id, question, context and gold answers of every question, split by split."""
+    digest = hashlib.sha256()
+    for split in splits:
+        digest.update(b"#split\n")
+        for qid, (question, context), gold in zip(split.ids, split.texts, split.labels):
+            digest.update("\x1f".join([qid, question, context, *gold.texts, *map(str, gold.starts)]).encode() + b"\n")
+    return digest.hexdigest()
 
 
 def _flatten_articles(rows) -> list[QAExample]:
@@ -88,7 +94,7 @@ def _local(data_dir: Path) -> tuple[list[QAExample], list[QAExample], str, str]:
             train_file.name)
 
 
-def load(data_dir: Path | None) -> QAData:
+def load(data_dir: Path | None) -> TaskData:
     if data_dir is not None:
         train, dev, source, train_source = _local(Path(data_dir))
     else:
@@ -96,7 +102,8 @@ def load(data_dir: Path | None) -> QAData:
         train, dev, source, train_source = _from_flat(ds["train"]), _from_flat(ds["validation"]), f"hub:{HUB_ID}", "hub train"
     if not dev or not train:
         raise BertevalError("SQuAD data is empty: check the files")
-    return QAData(train, dev, source, train_source, QAData.checksum(train, dev))
+    splits = to_split("train", train), to_split("validation", dev)
+    return TaskData(*splits, source, checksum(*splits), {"train_source": train_source})
 
 
 TASK = TaskSpec(
@@ -104,15 +111,12 @@ TASK = TaskSpec(
     version="1",
     description="SQuAD v1.1 span QA: a start/end head over every token; exact match and F1 (0-100) on the "
                 "official dev set (10,570 questions); trained on squad/train-subset.json (3,939 questions) offline",
+    kind=SPAN,
     hub_source=HUB_ID,
     local_layout=f"squad/{DEV_FILE}, squad/train-subset.json (or train-v1.1.json)",
-    train_split="train",
-    eval_split="validation",
-    main_metric="f1",
-    greater_is_better=True,
-    uses_pooling=False,
-    regimes=("probe", "finetune", "pretrained"),
+    metrics=("f1", "exact_match"),
     labels=(),
     load=load,
-    regime_runners={r: f"berteval.qa_run:run_{r}" for r in ("probe", "finetune", "pretrained")},
+    max_length=QA_DEFAULTS.max_length,
+    checksum=checksum,
 )

@@ -11,7 +11,7 @@ import csv
 from pathlib import Path
 
 from ..errors import BertevalError
-from .base import Split, TaskData, TaskSpec, hub_dataset, local_folder
+from .base import SENTENCE, Split, TaskData, TaskSpec, hub_dataset, local_folder
 
 HUB_ID, HUB_CONFIG = "nyu-mll/glue", "sst2"
 FILES = {"train": "train.tsv", "validation": "dev.tsv"}
@@ -54,15 +54,10 @@ TASK = TaskSpec(
     name="sst2",
     version="1",
     description="GLUE SST-2 sentence sentiment: train on train (67,349), report accuracy on dev (872)",
+    kind=SENTENCE,
     hub_source=f"{HUB_ID} ({HUB_CONFIG})",
     local_layout="sst2/train.tsv, sst2/dev.tsv",
-    train_split="train",
-    eval_split="validation",
-    main_metric="accuracy",
-    greater_is_better=True,
-    uses_pooling=True,
-    regimes=("probe", "finetune"),
-    regime_runners={"finetune": "berteval.finetune:run_finetune"},
+    metrics=("accuracy",),
     labels=("negative", "positive"),
     load=load,
 )

@@ -1,5 +1,6 @@
 """Span QA inference: a model with a start/end head over every token, run over windows
-and decoded into answers. Shared by `berteval run --task squad` and the app.
+and decoded into answers. `spans` (windows -> logits -> n-best answers) is the one path
+used by `berteval run --task squad`, the app and the bench.
 
 Why two logits per token: an answer is a span of the context, so the head (one
 `Linear(hidden, 2)` over `last_hidden_state`, as in BertForQuestionAnswering) scores
@@ -16,11 +17,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from . import models
-from .errors import BertevalError
-from .features import autocast
-from .qa_decode import Candidate, best_spans
-from .qa_features import Windows, make_windows
+from .. import models
+from ..errors import BertevalError
+from ..features import autocast
+from . import DEFAULTS, QASettings
+from .decode import Candidate, best_spans
+from .windows import Windows, make_windows
 
 ADAPTER_CONFIG = "berteval_qa.json"  # written beside a saved adapter: what it was trained from
 
@@ -83,8 +85,8 @@ def window_logits(model: torch.nn.Module, tokenizer, windows: Windows, dtype: st
     return starts, ends
 
 
-def decode(windows: Windows, contexts: list[str], starts, ends, n_best: int = 20,
-           max_answer_length: int = 30) -> list[list[Candidate]]:
+def decode(windows: Windows, contexts: list[str], starts, ends, n_best: int = DEFAULTS.n_best,
+           max_answer_length: int = DEFAULTS.max_answer_length) -> list[list[Candidate]]:
     """n-best lists for every question from its windows' logits."""
     by_example = windows.windows_of()
     out = []
@@ -95,20 +97,36 @@ def decode(windows: Windows, contexts: list[str], starts, ends, n_best: int = 20
     return out
 
 
-def answer(qa: QAModel, question: str, context: str, *, max_length: int = 384, doc_stride: int = 128,
-           n_best: int = 20, max_answer_length: int = 30, dtype: str = "fp32") -> Answer:
+@dataclass
+class Spans:
+    windows: Windows
+    nbest: list[list[Candidate]]  # per question, best first
+    starts: list[np.ndarray]  # per window, (T_w,) start logits
+    ends: list[np.ndarray]  # per window, (T_w,) end logits
+
+
+def spans(model: torch.nn.Module, tokenizer, questions: list[str], contexts: list[str],
+          settings: QASettings = DEFAULTS, dtype: str = "fp32", progress: bool = False) -> Spans:
+    """Questions and contexts -> windows -> start/end logits -> each question's n-best answers."""
+    windows = make_windows(tokenizer, questions, contexts, max_length=settings.max_length,
+                           doc_stride=settings.doc_stride)
+    starts, ends = window_logits(model, tokenizer, windows, dtype=dtype, progress=progress)
+    nbest = decode(windows, contexts, starts, ends, settings.n_best, settings.max_answer_length)
+    return Spans(windows, nbest, starts, ends)
+
+
+def answer(qa: QAModel, question: str, context: str, settings: QASettings = DEFAULTS, dtype: str = "fp32") -> Answer:
     """One question: the n-best answers and the logits of the window the best one came from."""
-    windows = make_windows(qa.tokenizer, [question], [context], max_length=max_length, doc_stride=doc_stride)
-    starts, ends = window_logits(qa.model, qa.tokenizer, windows, dtype=dtype)
-    nbest = decode(windows, [context], starts, ends, n_best, max_answer_length)[0]
+    found = spans(qa.model, qa.tokenizer, [question], [context], settings, dtype)
+    nbest = found.nbest[0]
     w = nbest[0].window if nbest else 0
-    tokens = qa.tokenizer.convert_ids_to_tokens(windows.features[w]["input_ids"])
-    return Answer(nbest, tokens, starts[w], ends[w], len(windows))
+    tokens = qa.tokenizer.convert_ids_to_tokens(found.windows.features[w]["input_ids"])
+    return Answer(nbest, tokens, found.starts[w], found.ends[w], len(found.windows))
 
 
 def save_adapter(model: torch.nn.Module, folder: Path, info: dict) -> None:
     """A peft adapter (LoRA weights + the span head) and what it was trained from."""
-    from .records import is_writer
+    from ..store import is_writer
 
     if not is_writer():
         return
@@ -134,17 +152,3 @@ def load_adapter(folder: Path) -> QAModel:
     model = PeftModel.from_pretrained(base, str(folder)).merge_and_unload()
     model.eval()
     return QAModel(model, loaded.tokenizer, f"LoRA fine-tuned on SQuAD ({info.get('summary', folder.name)})")
-
-
-def demo_model(results_dir: Path | str = Path(__file__).resolve().parent.parent / "leaderboard" / "results") -> QAModel:
-    """The best committed fine-tuned QA adapter for the default model (by dev F1), for the app."""
-    from .records import read_records
-
-    recs, _ = read_records([Path(results_dir) / "squad.jsonl"]) if (Path(results_dir) / "squad.jsonl").exists() else ([], [])
-    cands = [r for r in recs if r.regime == "finetune" and r.config.get("adapter_dir")
-             and (Path(results_dir) / r.config["adapter_dir"]).is_dir()]
-    if not cands:
-        raise BertevalError(f"no committed SQuAD adapter under {results_dir}; run: python -m berteval run --task squad "
-                            f"--regime finetune --seeds 0 --data-dir ../shared/data --out leaderboard/results")
-    best = max(cands, key=lambda r: r.metrics["f1"])
-    return load_adapter(Path(results_dir) / best.config["adapter_dir"])

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import DEFAULTS
+
 
 @dataclass(frozen=True)
 class Candidate:
@@ -32,8 +34,8 @@ def best_spans(
     end_logits: list[np.ndarray],
     offsets: list[list[tuple[int, int] | None]],
     context: str,
-    n_best: int = 20,
-    max_answer_length: int = 30,
+    n_best: int = DEFAULTS.n_best,
+    max_answer_length: int = DEFAULTS.max_answer_length,
 ) -> list[Candidate]:
     """The n-best answers of one question.
 

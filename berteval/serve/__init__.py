@@ -1,11 +1,13 @@
-"""What the app serves, per model: loaded once, shared by every request, with input limits.
+"""Everything the app calls, in one facade: per-model resources loaded once and shared by every
+request, input limits, and one function per thing a visitor can do.
 
-The Gradio page (`app.py`) only wires components; everything it runs comes from here, so
-it is testable without a browser or gradio. A model name is 'default' (the embedded
-all-MiniLM-L6-v2), a local folder or a hub id; each resource is cached per name, and a
-failure (hub unreachable, no committed head yet) is not cached, so a QA adapter that is
-committed while the app runs is picked up on the next request. Every refusal is a
-BertevalError whose message the page shows as it is.
+The Gradio page (`app.py`) only builds and wires components; every call it makes goes
+through this module, so it is testable without a browser or gradio. A model name is
+'default' (the embedded all-MiniLM-L6-v2), a local folder or a hub id; each resource is
+cached per name, and a failure (hub unreachable, no committed head yet) is not cached,
+so a head committed while the app runs is picked up on the next request. Every refusal
+is a BertevalError whose message the page shows as it is. Committed heads and adapters
+are found through the results store (`berteval.store`), like every other reader.
 """
 
 from __future__ import annotations
@@ -13,13 +15,19 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from . import inside, models, nsp, qa, sentiment
-from .errors import BertevalError
+from .. import models
+from ..errors import BertevalError
+from ..qa import inference as qa_inference
+from . import inside, nsp, qa, sentiment
 
+DEFAULT_MODEL = models.DEFAULT
 # Input limits in characters. Beyond the model's max length text is truncated (or, for a
 # QA context, split into doc-stride windows, each a forward pass), so these bound the
 # work one request can cause, not what the model can read.
 LIMITS = {"sentence": 1000, "question": 500, "context": 10000, "model": 200}
+
+SentimentHead = sentiment.SentimentHead
+InsideReport = inside.InsideReport
 
 
 def check_text(text: str | None, field: str, required: bool = True) -> str:
@@ -50,19 +58,32 @@ def classifier(name: str = models.DEFAULT) -> Classifier:
     return Classifier(loaded, sentiment.committed_heads(loaded))
 
 
+def classify(name: str, text: str, poolings) -> tuple[Classifier, dict[str, float]]:
+    """P(positive) of one sentence under each committed head reading one of `poolings` (one forward pass)."""
+    clf = classifier(name)
+    heads = {p: clf.heads[p] for p in poolings if p in clf.heads}
+    return clf, sentiment.p_positive(clf.model, heads, text)
+
+
 @functools.lru_cache(maxsize=4)
-def qa_model(name: str = models.DEFAULT) -> qa.QAModel:
+def qa_model(name: str = models.DEFAULT) -> qa_inference.QAModel:
     """The default model's best committed LoRA adapter; another checkpoint's own trained QA head."""
-    if name == models.DEFAULT:
-        return qa.demo_model()
-    loaded = models.load(name)
-    return qa.QAModel(qa.head_model(loaded, require_pretrained=True), loaded.tokenizer,
-                      f"pretrained QA head of {loaded.model_id}")
+    return qa.demo_model(name)
+
+
+def answer(name: str, question: str, context: str) -> tuple[qa_inference.QAModel, qa_inference.Answer]:
+    model = qa_model(name)
+    return model, qa_inference.answer(model, question, context)
 
 
 @functools.lru_cache(maxsize=4)
 def nsp_head(name: str = models.DEFAULT) -> nsp.DemoHead:
     return nsp.load_demo_head(name)
+
+
+def next_sentence(name: str, a: str, b: str) -> tuple[nsp.DemoHead, nsp.NSPPrediction]:
+    head = nsp_head(name)
+    return head, head.predict(a, b)
 
 
 def look_inside(name: str, text: str) -> inside.InsideReport:

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .errors import BertevalError
+from ..errors import BertevalError
+from . import DEFAULTS
 
 MAX_QUESTION_TOKENS = 64  # long questions are cut so the context keeps most of the window
 
@@ -45,8 +46,8 @@ def _trim_question(tokenizer, question: str) -> str:
     return question[: enc["offset_mapping"][MAX_QUESTION_TOKENS - 1][1]]
 
 
-def make_windows(tokenizer, questions: list[str], contexts: list[str], *, max_length: int = 384,
-                 doc_stride: int = 128, answer_starts: list[int] | None = None,
+def make_windows(tokenizer, questions: list[str], contexts: list[str], *, max_length: int = DEFAULTS.max_length,
+                 doc_stride: int = DEFAULTS.doc_stride, answer_starts: list[int] | None = None,
                  answer_texts: list[str] | None = None) -> Windows:
     """Windows for every (question, context); with answers, training labels too."""
     for i, (q, c) in enumerate(zip(questions, contexts)):

@@ -13,8 +13,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from . import models
-from .pooling import POOLINGS
+from .. import models, pooling
 
 
 @dataclass
@@ -39,8 +38,7 @@ def look_inside(model: models.LoadedModel, text: str, max_length: int = 128) -> 
     enc = model.tokenizer(text, truncation=True, max_length=max_length, return_tensors="pt")
     out = model.encoder(**enc)
     hidden = out.last_hidden_state  # (1, T, H)
-    vectors = {"cls": POOLINGS["cls"].fn(hidden, enc["attention_mask"], model.encoder),  # (1, H)
-               "mean": POOLINGS["mean"].fn(hidden, enc["attention_mask"], model.encoder)}
+    vectors = {name: pooling.apply(name, hidden, enc["attention_mask"], model.encoder) for name in ("cls", "mean")}  # (1, H)
     pooled = getattr(out, "pooler_output", None)  # (1, H) or None (DistilBERT has no pooler)
     diff, formula = None, f"{model.model_id} has no pooler layer, so there is no pooler_output to recompute"
     dense = getattr(getattr(model.encoder, "pooler", None), "dense", None)

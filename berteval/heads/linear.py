@@ -13,10 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from sklearn.linear_model import LogisticRegression
-from sklearn.preprocessing import StandardScaler
 
-from .seeds import numpy_rng
+from ..seeds import numpy_rng
 
 C_GRID = (0.01, 0.1, 1.0)
 HELDOUT_MAX = 2000
@@ -62,6 +60,9 @@ def heldout_split(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _fit(x: np.ndarray, y: np.ndarray, c: float) -> LinearHead:
+    from sklearn.linear_model import LogisticRegression  # heavy: only a fit pays for it
+    from sklearn.preprocessing import StandardScaler
+
     scaler = StandardScaler().fit(x)
     clf = LogisticRegression(C=c, max_iter=2000, tol=1e-4).fit(scaler.transform(x), y)
     # Fold the standardisation into the linear map so the head is one affine layer.

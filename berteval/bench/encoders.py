@@ -1,4 +1,4 @@
-"""`python -m berteval bench`: berteval's encoder path against its peers, in one process.
+"""Encoder speed: berteval's encoder path against its peers, in one process.
 
 A user choosing a tool asks how fast it turns sentences into vectors, so the benchmark
 runs, on the same model folder and the same inputs, berteval's own path
@@ -25,13 +25,15 @@ from typing import Callable
 import numpy as np
 import torch
 
-from . import features, models, qa
-from .errors import BertevalError
-from .qa_features import Windows, make_windows
+from .. import features, models
+from ..errors import BertevalError
+from ..qa import DEFAULTS as QA_DEFAULTS
+from ..qa import inference as qa
+from ..qa.windows import Windows, make_windows
 
-PEER_BATCH = 32
+from . import PEER_BATCH  # the CLI default, defined where the parser reads it without torch
 SENTENCE_MAX_LENGTH = 128  # what `berteval run` uses for sentences
-QA_WINDOW = 384
+QA_WINDOW = QA_DEFAULTS.max_length
 PARITY_TOL = 1e-4
 
 # Used only when no data folder is given: the benchmark is about speed, so a short sample
@@ -132,7 +134,7 @@ def matmul_peak(dtype: torch.dtype, repeats: int = 5) -> float:
 
 def machine() -> str:
     """The CPU, threads and the instruction sets that decide bf16 speed (AVX512-BF16, AMX)."""
-    from .provenance import device
+    from ..provenance import device
 
     try:
         flags = next(line for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("flags")).split()
@@ -145,7 +147,7 @@ def machine() -> str:
 def load_sentences(data_dir: Path | None, limit: int | None) -> tuple[list[str], str]:
     if data_dir is None:
         return list(FALLBACK_SENTENCES), "built-in sample (no --data-dir or BERTEVAL_DATA)"
-    from .tasks import sst2
+    from ..tasks import sst2
 
     texts = sst2.load(data_dir).eval.texts
     return texts[:limit] if limit else texts, f"SST-2 dev from {data_dir}"
@@ -154,13 +156,13 @@ def load_sentences(data_dir: Path | None, limit: int | None) -> tuple[list[str],
 def load_questions(data_dir: Path | None) -> tuple[list[tuple[str, str]], str]:
     if data_dir is None or not (Path(data_dir) / "squad" / "dev-v1.1.json").is_file():
         return list(FALLBACK_QA), "built-in sample (no squad/dev-v1.1.json under the data folder)"
-    from .tasks import squad
+    from ..tasks import squad
 
-    return [(e.question, e.context) for e in squad.load(data_dir).eval], f"SQuAD v1.1 dev from {data_dir}"
+    return list(squad.load(data_dir).eval.texts), f"SQuAD v1.1 dev from {data_dir}"
 
 
 def _stride(max_length: int) -> int:
-    return min(128, max_length // 3)  # 128 (the run default) for 384-token windows; tiny test windows need less
+    return min(QA_DEFAULTS.doc_stride, max_length // 3)  # 128 (the run default) for 384-token windows; tiny test windows need less
 
 
 def qa_windows(tokenizer, questions: list[tuple[str, str]], n_windows: int, max_length: int) -> Windows:
@@ -352,88 +354,3 @@ def format_report(rep: BenchReport) -> str:
 def write_json(rep: BenchReport, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(rep.to_json(), indent=1))
-
-
-@dataclass
-class SquadDtype:
-    dtype: str
-    exact_match: float
-    f1: float
-    wall_s: float  # windows + forward passes + decoding, as `berteval run --task squad` evaluates
-    n_questions: int
-    n_windows: int
-
-
-def squad_by_dtype(data_dir: Path, qa_model: qa.QAModel | None = None, limit: int | None = None,
-                   dtypes=tuple(features.DTYPES), max_length: int = QA_WINDOW, log=print) -> tuple[str, list[SquadDtype]]:
-    """The same fine-tuned span model scored on SQuAD dev in each dtype: what bf16 costs in EM/F1."""
-    from . import squad_metrics
-    from .tasks import squad
-
-    qa_model = qa_model or qa.demo_model()
-    dev = squad.load(data_dir).eval[:limit]
-    contexts = [e.context for e in dev]
-    golds = {e.id: list(e.answers) for e in dev}
-    out = []
-    for dtype in dtypes:
-        log(f"SQuAD dev, {len(dev)} questions, {dtype} ...")
-        t0 = time.perf_counter()
-        windows = make_windows(qa_model.tokenizer, [e.question for e in dev], contexts, max_length=max_length,
-                               doc_stride=_stride(max_length))
-        starts, ends = qa.window_logits(qa_model.model, qa_model.tokenizer, windows, dtype=dtype)
-        best = [c[0].text if c else "" for c in qa.decode(windows, contexts, starts, ends)]
-        wall = time.perf_counter() - t0
-        m = squad_metrics.score(dict(zip(golds, best)), golds)
-        out.append(SquadDtype(dtype, m["exact_match"], m["f1"], wall, len(dev), len(windows)))
-    return qa_model.source, out
-
-
-def format_squad(source: str, rows: list[SquadDtype]) -> str:
-    lines = [f"SQuAD v1.1 dev, {source}",
-             f"{'dtype':<5} {'EM':>7} {'F1':>7} {'questions':>9} {'windows':>7} {'wall s':>7} {'windows/s':>9}"]
-    for r in rows:
-        lines.append(f"{r.dtype:<5} {r.exact_match:>7.2f} {r.f1:>7.2f} {r.n_questions:>9,} {r.n_windows:>7,} "
-                     f"{r.wall_s:>7.1f} {r.n_windows / r.wall_s:>9.1f}")
-    for r in rows[1:]:
-        lines.append(f"{r.dtype} - {rows[0].dtype}: EM {r.exact_match - rows[0].exact_match:+.2f}, "
-                     f"F1 {r.f1 - rows[0].f1:+.2f} points")
-    return "\n".join(lines)
-
-
-def add_arguments(ap) -> None:
-    ap.add_argument("--model", default="default", help="'default' (embedded all-MiniLM-L6-v2), a local folder or a hub id")
-    ap.add_argument("--data-dir", default=None,
-                    help="folder holding sst2/ and squad/ (default $BERTEVAL_DATA; without either, a built-in sample)")
-    ap.add_argument("--sentences", type=int, default=None, help="the first N SST-2 dev sentences (default: all 872)")
-    ap.add_argument("--windows", type=int, default=64, help="SQuAD dev windows to time (default %(default)s; 0 skips)")
-    ap.add_argument("--window-length", type=int, default=QA_WINDOW, help="tokens per QA window (default %(default)s)")
-    ap.add_argument("--repeats", type=int, default=5, help="timed rounds; the median is reported (default %(default)s)")
-    ap.add_argument("--batch-size", type=int, default=PEER_BATCH, help="the peers' batch size (default %(default)s)")
-    ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own, one per core)")
-    ap.add_argument("--json", default=None, metavar="OUT", help="also write the figures to this JSON file")
-    ap.add_argument("--squad-dtypes", action="store_true",
-                    help="instead: EM/F1 and wall time of the committed fine-tuned QA adapter on SQuAD dev, fp32 vs bf16")
-    ap.add_argument("--limit-eval", type=int, default=None, help="with --squad-dtypes: the first N dev questions")
-
-
-def command(args) -> int:
-    import sys
-
-    from .config import data_dir
-
-    log = lambda m: print(m, file=sys.stderr)  # noqa: E731
-    if args.squad_dtypes:
-        folder = data_dir(args.data_dir)
-        if folder is None:
-            raise BertevalError("--squad-dtypes needs --data-dir (or BERTEVAL_DATA) with squad/dev-v1.1.json")
-        source, rows = squad_by_dtype(folder, limit=args.limit_eval, log=log)
-        print(format_squad(source, rows))
-        if args.json:
-            Path(args.json).write_text(json.dumps({"model": source, "rows": [asdict(r) for r in rows]}, indent=1))
-        return 0
-    rep = run_bench(args.model, data_dir(args.data_dir), args.sentences, args.windows, args.window_length,
-                    args.repeats, args.batch_size, args.threads, log=log)
-    print(format_report(rep))
-    if args.json:
-        write_json(rep, Path(args.json))
-    return 0

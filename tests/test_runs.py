@@ -4,7 +4,7 @@ import json
 
 import numpy as np
 
-from berteval import records, runner
+from berteval import records, runs
 from berteval.tasks import get
 
 
@@ -12,12 +12,12 @@ def spec(model_dir, data_dir, out, **kw):
     base = dict(task=get("sst2"), model=str(model_dir), poolings=["cls", "pooler", "mean", "max"], seeds=[0, 1],
                 data_dir=data_dir, out=out, progress=False)
     base.update(kw)
-    return runner.RunSpec(**base)
+    return runs.RunSpec(**base)
 
 
 def test_run_writes_valid_records_and_skips_them_on_rerun(tiny_models, tiny_sst2, tmp_path):
     out = tmp_path / "results"
-    rep = runner.run(spec(tiny_models["pretraining"], tiny_sst2, out))
+    rep = runs.run(spec(tiny_models["pretraining"], tiny_sst2, out))
     assert len(rep.written) == 8 and rep.encoded_examples == 160
     recs, problems = records.read_records([out / "sst2.jsonl"])
     assert problems == [] and len(recs) == 8
@@ -34,27 +34,27 @@ def test_run_writes_valid_records_and_skips_them_on_rerun(tiny_models, tiny_sst2
     assert {t["other"]["pooling"] for t in last_seed0.paired_tests} == {"cls", "pooler", "mean"}
     assert all(0 <= t["p_value"] <= 1 for t in last_seed0.paired_tests)
 
-    again = runner.run(spec(tiny_models["pretraining"], tiny_sst2, out))
+    again = runs.run(spec(tiny_models["pretraining"], tiny_sst2, out))
     assert again.written == [] and len(again.skipped) == 8 and again.encoded_examples == 0
     assert len(records.read_records([out / "sst2.jsonl"])[0]) == 8
 
 
 def test_killed_run_resumes_with_the_missing_cells_only(tiny_models, tiny_sst2, tmp_path):
     out = tmp_path / "results"
-    runner.run(spec(tiny_models["pretraining"], tiny_sst2, out, poolings=["cls"], seeds=[0]))
-    rep = runner.run(spec(tiny_models["pretraining"], tiny_sst2, out, poolings=["cls", "mean"], seeds=[0, 1]))
+    runs.run(spec(tiny_models["pretraining"], tiny_sst2, out, poolings=["cls"], seeds=[0]))
+    rep = runs.run(spec(tiny_models["pretraining"], tiny_sst2, out, poolings=["cls", "mean"], seeds=[0, 1]))
     assert len(rep.skipped) == 1 and len(rep.written) == 3
 
 
 def test_same_seed_same_metrics(tiny_models, tiny_sst2, tmp_path):
-    a = runner.run(spec(tiny_models["pretraining"], tiny_sst2, tmp_path / "a", seeds=[3]))
-    b = runner.run(spec(tiny_models["pretraining"], tiny_sst2, tmp_path / "b", seeds=[3]))
+    a = runs.run(spec(tiny_models["pretraining"], tiny_sst2, tmp_path / "a", seeds=[3]))
+    b = runs.run(spec(tiny_models["pretraining"], tiny_sst2, tmp_path / "b", seeds=[3]))
     assert [(r.run_id, r.metrics, r.config["probe"]["chosen_c"]) for r in a.written] == \
            [(r.run_id, r.metrics, r.config["probe"]["chosen_c"]) for r in b.written]
 
 
 def test_layers_grid_and_limit_train(tiny_models, tiny_sst2, tmp_path):
-    rep = runner.run(spec(tiny_models["pretraining"], tiny_sst2, tmp_path, poolings=["cls", "pooler"],
+    rep = runs.run(spec(tiny_models["pretraining"], tiny_sst2, tmp_path, poolings=["cls", "pooler"],
                           layers="-1,1", seeds=[0], limit_train=50))
     assert sorted((r.pooling, r.layer) for r in rep.written) == [("cls", -1), ("cls", 1), ("pooler", -1)]
     assert any("last layer only" in n for n in rep.notes)

@@ -1,0 +1,58 @@
+"""`python -m berteval bench`: how fast berteval encodes, against its peers, and what bf16 costs.
+
+Kept apart from the library's core: `encoders` times berteval's encoder path against
+transformers' pipeline and sentence-transformers on the same model and inputs;
+`squad_dtypes` scores the committed QA adapter in fp32 and bf16.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+from ..errors import BertevalError
+from ..qa import DEFAULTS as QA_DEFAULTS
+
+PEER_BATCH = 32  # the peers' batch size
+
+
+def add_arguments(ap) -> None:
+    ap.add_argument("--model", default="default", help="'default' (embedded all-MiniLM-L6-v2), a local folder or a hub id")
+    ap.add_argument("--data-dir", default=None,
+                    help="folder holding sst2/ and squad/ (default $BERTEVAL_DATA; without either, a built-in sample)")
+    ap.add_argument("--sentences", type=int, default=None, help="the first N SST-2 dev sentences (default: all 872)")
+    ap.add_argument("--windows", type=int, default=64, help="SQuAD dev windows to time (default %(default)s; 0 skips)")
+    ap.add_argument("--window-length", type=int, default=QA_DEFAULTS.max_length, help="tokens per QA window (default %(default)s)")
+    ap.add_argument("--repeats", type=int, default=5, help="timed rounds; the median is reported (default %(default)s)")
+    ap.add_argument("--batch-size", type=int, default=PEER_BATCH, help="the peers' batch size (default %(default)s)")
+    ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own, one per core)")
+    ap.add_argument("--json", default=None, metavar="OUT", help="also write the figures to this JSON file")
+    ap.add_argument("--squad-dtypes", action="store_true",
+                    help="instead: EM/F1 and wall time of the committed fine-tuned QA adapter on SQuAD dev, fp32 vs bf16")
+    ap.add_argument("--limit-eval", type=int, default=None, help="with --squad-dtypes: the first N dev questions")
+
+
+def command(args) -> int:
+    import sys
+
+    from ..config import data_dir
+    from .encoders import format_report, run_bench, write_json
+    from .squad_dtypes import format_squad, squad_by_dtype
+
+    log = lambda m: print(m, file=sys.stderr)  # noqa: E731
+    if args.squad_dtypes:
+        folder = data_dir(args.data_dir)
+        if folder is None:
+            raise BertevalError("--squad-dtypes needs --data-dir (or BERTEVAL_DATA) with squad/dev-v1.1.json")
+        source, rows = squad_by_dtype(folder, limit=args.limit_eval, log=log)
+        print(format_squad(source, rows))
+        if args.json:
+            Path(args.json).write_text(json.dumps({"model": source, "rows": [asdict(r) for r in rows]}, indent=1))
+        return 0
+    rep = run_bench(args.model, data_dir(args.data_dir), args.sentences, args.windows, args.window_length,
+                    args.repeats, args.batch_size, args.threads, log=log)
+    print(format_report(rep))
+    if args.json:
+        write_json(rep, Path(args.json))
+    return 0

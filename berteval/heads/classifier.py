@@ -1,0 +1,76 @@
+"""A sentence(-pair) classifier trained end to end: encoder -> pooling -> dropout -> Linear.
+
+It mirrors `BertForSequenceClassification` (dropout, then one `Linear(width, labels)`),
+except that the vector it reads comes from the pooling registry (`cls`, `pooler`, the
+seed's choice, `mean`, ...), and the head's width is the pooling's own (a pooling may be
+wider than the hidden size).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from .. import features, pooling
+
+
+class PooledClassifier(torch.nn.Module):
+    """encoder -> pooling (registry) -> dropout -> Linear(width, n_labels)."""
+
+    def __init__(self, encoder: torch.nn.Module, pooling_name: str, n_labels: int):
+        super().__init__()
+        self.encoder = encoder
+        self.pooling = pooling_name
+        spec = pooling.POOLINGS[pooling_name]
+        self.dropout = torch.nn.Dropout(getattr(encoder.config, "hidden_dropout_prob", 0.1))
+        self.classifier = torch.nn.Linear(spec.width(encoder.config.hidden_size), n_labels)
+
+    def forward(self, input_ids, attention_mask, token_type_ids=None, labels=None):
+        kwargs = {"token_type_ids": token_type_ids} if token_type_ids is not None else {}
+        all_states = pooling.POOLINGS[self.pooling].needs_all_states
+        out = self.encoder(input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=all_states,
+                           **kwargs)
+        vec = pooling.apply(self.pooling, out.last_hidden_state, attention_mask, self.encoder,
+                            out.hidden_states if all_states else None)  # (B, width)
+        logits = self.classifier(self.dropout(vec))  # (B, n_labels)
+        loss = torch.nn.functional.cross_entropy(logits.float(), labels) if labels is not None else None
+        return loss, logits
+
+
+class Examples(torch.utils.data.Dataset):
+    """Tokenised examples by index; the collate function pads a batch of them."""
+
+    def __init__(self, enc: dict, labels: list[int]):
+        self.enc, self.labels = enc, labels
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def __getitem__(self, i: int) -> int:
+        return i
+
+
+def collate_fn(tokenizer, ds: Examples):
+    keys = [k for k in ("input_ids", "attention_mask", "token_type_ids") if k in ds.enc]
+
+    def collate(idx: list[int]) -> dict:
+        batch = dict(tokenizer.pad([{k: ds.enc[k][i] for k in keys} for i in idx], return_tensors="pt"))
+        batch["labels"] = torch.as_tensor([ds.labels[i] for i in idx])
+        return batch
+
+    return collate
+
+
+@torch.inference_mode()
+def predict(model: PooledClassifier, loaded, texts: list, max_length: int, dtype: str) -> np.ndarray:
+    """(N, n_labels) probabilities, in the order of `texts`."""
+    model.eval()
+    out = None
+    for idx, batch in features.padded_batches(loaded, texts, max_length):
+        with features.autocast(dtype):
+            _, logits = model(**batch)
+        p = torch.softmax(logits.float(), -1).numpy()
+        if out is None:
+            out = np.zeros((len(texts), p.shape[1]), dtype=np.float32)
+        out[idx] = p
+    return out

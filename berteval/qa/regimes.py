@@ -1,0 +1,227 @@
+"""The span-QA regimes, scored on the official SQuAD v1.1 dev set through one evaluation path:
+- probe: the encoder frozen, only the span head (`Linear(hidden, 2)`) trained, on hidden
+  states computed once;
+- finetune: LoRA adapters on every encoder linear layer (peft) plus the span head,
+  trained together; the adapter is small enough to commit and is what the app loads;
+- pretrained: a checkpoint's own trained QA head, no training (refused without one).
+Training reads the training questions available (offline: the 3,939-question subset,
+said in every record); evaluation runs every dev question through its windows and
+writes the official predictions format (question id -> answer text). A cell is a seed.
+Torch-free at import time (the registry imports this module).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import records
+from ..tasks.base import Split, limit_split
+from ..regimes.base import Cell, CellRegime, CellResult
+from . import DEFAULTS, QASettings
+
+SPAN = "span"  # what the head reads, in the record's pooling field: every token
+LORA = {"r": 16, "lora_alpha": 32, "lora_dropout": 0.0,  # dropout on the LoRA input doubled step time on CPU
+        # every linear layer of every encoder block: attention q/k/v/output and the feed-forward pair
+        "target_modules": r".*encoder\.layer\.\d+\.(attention\.self\.(query|key|value)|attention\.output\.dense|"
+                          r"intermediate\.dense|output\.dense)"}
+TRAIN_DEFAULTS = {"probe": {"epochs": 3.0, "lr": 5e-3, "batch_size": 32},
+                  "finetune": {"epochs": 2.0, "lr": 5e-4, "batch_size": 32}}
+
+
+def settings(run) -> QASettings:
+    s = run.spec
+    return QASettings(run.max_length, s.doc_stride or DEFAULTS.doc_stride, s.n_best or DEFAULTS.n_best,
+                      s.max_answer_length or DEFAULTS.max_answer_length)
+
+
+@dataclass
+class _Prepared:
+    run: Any
+    train: Split
+    dev: Split
+    data_sha: str
+    qa: QASettings
+    windows: Any = None  # training windows
+    state: dict = field(default_factory=dict)  # what the regime computes once (e.g. the probe's hidden states)
+
+
+class _SpanRegime(CellRegime):
+    """Shared by the three: data, identity, evaluation and the record's config."""
+
+    trained = True
+
+    def describe(self) -> dict:
+        return {}
+
+    def _splits(self, run) -> tuple[Split, Split, str]:
+        train = limit_split(run.data.train, run.spec.limit_train)
+        dev = run.eval_split()
+        return train, dev, run.task.subset(run.data, train, dev)
+
+    def hyperparameters(self, run) -> dict:
+        return {**TRAIN_DEFAULTS[run.spec.regime], **{k: v for k, v in {"epochs": run.spec.epochs, "lr": run.spec.lr,
+                                                                        "batch_size": run.spec.batch_size}.items()
+                                                      if v is not None}}
+
+    def cells(self, run) -> list[Cell]:
+        return [Cell(SPAN, -1, seed) for seed in run.spec.seeds]
+
+    def identity(self, run, cell: Cell) -> dict:
+        train, _, sha = self._splits(run)
+        qa = settings(run)
+        extra = {**self.describe(), **self.hyperparameters(run), "batches": "length-grouped"} if self.trained \
+            else self.describe()
+        return {"schema": records.SCHEMA_VERSION, "model": run.identity.model_id, "revision": run.identity.revision,
+                "task": run.task.name, "task_version": run.task.version, "data": sha, "regime": run.spec.regime,
+                "seed": cell.seed, "max_length": qa.max_length, "doc_stride": qa.doc_stride, "n_best": qa.n_best,
+                "max_answer_length": qa.max_answer_length, "dtype": run.spec.dtype, "n_train": len(train), **extra}
+
+    def prepare(self, run, todo: list[Cell]) -> _Prepared:
+        train, dev, sha = self._splits(run)
+        prep = _Prepared(run, train, dev, sha, settings(run))
+        if self.trained:
+            from .windows import make_windows
+
+            ex = [i for i, gold in enumerate(train.labels) if gold.texts]
+            prep.windows = make_windows(
+                run.model.tokenizer, [train.texts[i][0] for i in ex], [train.texts[i][1] for i in ex],
+                max_length=prep.qa.max_length, doc_stride=prep.qa.doc_stride,
+                answer_starts=[train.labels[i].starts[0] for i in ex], answer_texts=[train.labels[i].texts[0] for i in ex])
+        return prep
+
+    def evaluate(self, prep: _Prepared, model, run_id: str, config: dict, train_wall: float,
+                 n_train: int) -> CellResult:
+        """Every dev question through its windows: metrics, official predictions, n-best (kept local)."""
+        import time
+
+        from .inference import spans
+
+        run, dev = prep.run, prep.dev
+        t0 = time.perf_counter()
+        found = spans(model, run.model.tokenizer, [q for q, _ in dev.texts], [c for _, c in dev.texts], prep.qa,
+                      dtype=run.spec.dtype, progress=run.spec.progress)
+        wall = time.perf_counter() - t0
+        predictions = {qid: (c[0].text if c else "") for qid, c in zip(dev.ids, found.nbest)}
+        metrics = run.score(predictions=predictions, golds={qid: list(g.texts) for qid, g in zip(dev.ids, dev.labels)})
+        run.store.write_json(f"predictions/{run.task.name}/nbest/{run_id}.json", {  # large: not committed
+            qid: [{"text": c.text, "probability": round(c.probability, 5), "score": round(c.score, 4),
+                   "start_char": c.start_char} for c in cands] for qid, cands in zip(dev.ids, found.nbest)})
+        timing = {"eval_wall_s": round(wall, 2), "n_eval_windows": len(found.windows)}
+        qa = prep.qa
+        return CellResult(
+            metrics={k: round(v, 4) for k, v in metrics.items()}, data_sha256=prep.data_sha, split=dev.name,
+            n_train=n_train, n_eval=len(dev), predictions=predictions,
+            config={"data_source": run.data.source, "train_source": run.data.details.get("train_source"),
+                    "max_seq_length": qa.max_length, "doc_stride": qa.doc_stride, "n_best": qa.n_best,
+                    "max_answer_length": qa.max_answer_length, "limit_eval": run.spec.limit_eval, **config, **timing},
+            wall_s=train_wall + timing["eval_wall_s"])
+
+    def train(self, prep: _Prepared, cell: Cell, run_id: str, module, dataset, collate, loss) -> tuple:
+        """One seeded, resumable training run; returns (TrainResult, TrainConfig, config entries)."""
+        import numpy as np
+
+        from .. import training
+        from ..config import cache_dir
+
+        run, tw = prep.run, prep.windows
+        hp = self.hyperparameters(run)
+        cfg = training.TrainConfig(epochs=hp["epochs"], batch_size=hp["batch_size"], lr=hp["lr"], seed=cell.seed,
+                                   dtype=run.spec.dtype, checkpoint_dir=cache_dir() / "checkpoints" / run_id)
+        res = training.train(module, dataset, collate, loss, cfg, progress=run.spec.progress,
+                             lengths=[len(f["input_ids"]) for f in tw.features])
+        if res.resumed_from_step:
+            run.note(f"seed {cell.seed}: resumed training from step {res.resumed_from_step}")
+        losses = res.losses
+        config = {"training": {**self.describe(), **hp, "batches": "length-grouped", "steps": res.steps,
+                               "examples_seen": res.examples_seen, "train_wall_s": round(res.wall_s, 1),
+                               "first_loss": round(losses[0], 4) if losses else None,
+                               "last_loss": round(float(np.mean(losses[-20:])), 4) if losses else None,
+                               "resumed_from_step": res.resumed_from_step},
+                  "n_train_windows": len(tw), "train_windows_with_answer": round(float((tw.start_positions > 0).mean()), 4)}
+        return res, cfg, config
+
+
+class SpanProbe(_SpanRegime):
+    def describe(self) -> dict:
+        return {"trained": "span head only, on the frozen encoder's cached hidden states"}
+
+    def fit_predict(self, prep: _Prepared, cell: Cell, run_id: str) -> CellResult:
+        import time
+
+        import torch
+
+        from .. import training
+        from .heads import SpanHead, WindowSet, hidden_collate, hidden_states
+        from .inference import head_model
+
+        run = prep.run
+        torch.manual_seed(cell.seed)  # the heads' initialisation; sampling uses its own generators
+        model = head_model(run.model)
+        if "hidden" not in prep.state:  # one forward pass over the training windows serves every seed
+            t0 = time.perf_counter()
+            prep.state["hidden"] = hidden_states(run.model.tokenizer, model, prep.windows, run.spec.dtype)
+            prep.state["hidden_wall_s"] = round(time.perf_counter() - t0, 1)
+        head = SpanHead(torch.nn.Linear(model.config.hidden_size, 2))
+        res, cfg, config = self.train(prep, cell, run_id, head, WindowSet(prep.windows),
+                                      hidden_collate(prep.state["hidden"], prep.windows), lambda m, b: m(**b))
+        model.qa_outputs.load_state_dict(getattr(head, "module", head).qa_outputs.state_dict())
+        config["hidden_states_wall_s"] = prep.state["hidden_wall_s"]  # the one forward pass over train
+        result = self.evaluate(prep, model, run_id, config, res.wall_s, len(prep.train))
+        result.cleanup = lambda: training.clear_checkpoint(cfg)
+        return result
+
+
+class SpanFinetune(_SpanRegime):
+    def describe(self) -> dict:
+        return {"trained": "LoRA adapters on every encoder linear layer + span head",
+                "lora": {k: v for k, v in LORA.items() if k != "target_modules"}}
+
+    def fit_predict(self, prep: _Prepared, cell: Cell, run_id: str) -> CellResult:
+        import torch
+        from peft import LoraConfig, get_peft_model
+
+        from .. import training
+        from .heads import WindowSet, qa_loss, window_collate
+        from .inference import head_model, save_adapter
+
+        run = prep.run
+        torch.manual_seed(cell.seed)  # LoRA's and the head's initialisation
+        lcfg = LoraConfig(r=LORA["r"], lora_alpha=LORA["lora_alpha"], lora_dropout=LORA["lora_dropout"],
+                          target_modules=LORA["target_modules"], modules_to_save=["qa_outputs"])
+        model = get_peft_model(head_model(run.model), lcfg)
+        res, cfg, config = self.train(prep, cell, run_id, model, WindowSet(prep.windows),
+                                      window_collate(run.model.tokenizer, prep.windows), qa_loss)
+        trained = getattr(model, "module", model)
+        adapter_rel = run.store.adapter_dir(run.task.name, run_id)
+        save_adapter(trained, run.store.root / adapter_rel,
+                     {"base_model_arg": run.spec.model, "base_model": run.model.model_id,
+                      "base_revision": run.model.revision, "run_id": run_id, "lora": LORA,
+                      "summary": f"{run.model.model_id}, {len(prep.train)} train questions, seed {cell.seed}"})
+        config["adapter_dir"] = adapter_rel
+        result = self.evaluate(prep, trained.merge_and_unload(), run_id, config, res.wall_s, len(prep.train))
+        result.cleanup = lambda: training.clear_checkpoint(cfg)
+        return result
+
+
+class SpanPretrained(_SpanRegime):
+    trained = False
+
+    def describe(self) -> dict:
+        return {"trained": "none"}
+
+    def cells(self, run) -> list[Cell]:
+        if run.spec.seeds != [run.spec.seeds[0]]:
+            run.note("a pretrained head has nothing to seed: one record, seed 0")
+        return [Cell(SPAN, -1, 0)]
+
+    def prepare(self, run, todo: list[Cell]) -> _Prepared:
+        from .inference import head_model
+
+        prep = super().prepare(run, todo)
+        prep.state["model"] = head_model(run.model, require_pretrained=True)
+        return prep
+
+    def fit_predict(self, prep: _Prepared, cell: Cell, run_id: str) -> CellResult:
+        return self.evaluate(prep, prep.state["model"], run_id, {"trained": "none: the checkpoint's own QA head"},
+                             0.0, 0)

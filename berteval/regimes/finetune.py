@@ -1,0 +1,161 @@
+"""`--regime finetune`: the encoder and a head trained together.
+
+For sentence and sentence-pair tasks the head reads one pooled vector
+(`berteval.heads.classifier`): a frozen probe answers "what do the vectors already
+hold", this answers "what should my classifier read" when every weight may move.
+Training runs through `berteval.training` (accelerate: the same command scales under
+`accelerate launch`; checkpoints make a killed run resume). The model state after each
+epoch is scored on the seeded held-out slice of train and the best epoch is kept
+(selection); dev is scored once, at the end. For span QA the fine-tune is LoRA plus a
+span head (`berteval.qa.regimes`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import pooling, records
+from ..errors import BertevalError
+from ..heads import linear
+from ..qa.regimes import SpanFinetune
+from ..tasks.base import PAIR, SENTENCE, SPAN, Split, limit_split
+from .base import Cell, CellRegime, CellResult, Regime
+from .grid import pooled_cells
+
+DEFAULTS = {"epochs": 2.0, "lr": 1e-4, "batch_size": 32}
+# Offline, on 2 CPU cores, the whole of SST-2 train x 9 runs does not fit a session; a fixed,
+# seeded subset does, and every record says its size.
+DEFAULT_TRAIN_SUBSET = 4_000
+DEFAULT_POOLINGS = ("cls", "pooler", "mean")  # the seed question's three vectors, when --pooling is not given
+
+
+def hyperparameters(spec) -> dict:
+    return {**DEFAULTS, **{k: v for k, v in {"epochs": spec.epochs, "lr": spec.lr,
+                                            "batch_size": spec.batch_size}.items() if v is not None}}
+
+
+@dataclass
+class _Prepared:
+    run: object
+    train: Split
+    evals: Split
+    data_sha: str
+    enc: dict  # the tokenised training subset
+    n_labels: int
+
+
+class PooledFinetune(CellRegime):
+    def cells(self, run) -> list[Cell]:
+        if run.spec.layers not in (None, "", "-1"):
+            raise BertevalError("--regime finetune trains a head on the last layer; drop --layers")
+        names = pooling.parse(run.spec.poolings) if run.spec.poolings else list(DEFAULT_POOLINGS)
+        return pooled_cells(run, names, [-1])
+
+    def _splits(self, run) -> tuple[Split, Split, str]:
+        limit = run.spec.limit_train if run.spec.limit_train is not None else DEFAULT_TRAIN_SUBSET
+        train = limit_split(run.data.train, limit)
+        evals = run.eval_split()
+        return train, evals, run.task.subset(run.data, train, evals)
+
+    def identity(self, run, cell: Cell) -> dict:
+        train, _, data_sha = self._splits(run)
+        return {"schema": records.SCHEMA_VERSION, "model": run.identity.model_id, "revision": run.identity.revision,
+                "task": run.task.name, "task_version": run.task.version, "data": data_sha, "pooling": cell.pooling,
+                "regime": "finetune", "layer": -1, "seed": cell.seed, "n_train": len(train),
+                "max_length": run.max_length, "dtype": run.spec.dtype, **hyperparameters(run.spec),
+                "heldout": [linear.HELDOUT_MAX, linear.HELDOUT_FRACTION]}
+
+    def prepare(self, run, todo: list[Cell]) -> _Prepared:
+        from .. import features
+
+        model = run.model
+        for name in dict.fromkeys(c.pooling for c in todo):
+            pooling.check_available(name, model.heads)
+            if caveat := pooling.warning(name, model.heads):
+                run.note(caveat + " (fine-tuning trains it)")
+        train, evals, data_sha = self._splits(run)
+        enc = features.tokenise(model, train.texts, run.max_length)
+        n_labels = max(max(train.labels), max(evals.labels)) + 1
+        return _Prepared(run, train, evals, data_sha, enc, n_labels)
+
+    def fit_predict(self, prep: _Prepared, cell: Cell, run_id: str) -> CellResult:
+        import time
+
+        import numpy as np
+
+        from .. import training
+        from ..config import cache_dir
+
+        run, train, evals = prep.run, prep.train, prep.evals
+        hp = hyperparameters(run.spec)
+        tr_idx, ho_idx = linear.heldout_split(len(train), cell.seed)
+        model, ds, collate, select, heldout_scores = _setup(prep, cell, tr_idx, ho_idx)
+        cfg = training.TrainConfig(epochs=hp["epochs"], batch_size=hp["batch_size"], lr=hp["lr"], seed=cell.seed,
+                                   dtype=run.spec.dtype, checkpoint_dir=cache_dir() / "checkpoints" / run_id,
+                                   checkpoint_every=200)
+        t0 = time.perf_counter()
+        res = training.train(model, ds, collate, lambda m, b: m(**b)[0], cfg, progress=run.spec.progress,
+                             lengths=[len(x) for x in ds.enc["input_ids"]], on_epoch_end=select)
+        model = getattr(model, "module", model)
+        from ..heads.classifier import predict
+
+        proba = predict(model, run.model, evals.texts, run.max_length, run.spec.dtype)
+        wall = time.perf_counter() - t0
+        pred, y_eval = proba.argmax(1), np.asarray(evals.labels)
+        losses = res.losses
+        return CellResult(
+            metrics=run.score(pred=pred, label=y_eval), data_sha256=prep.data_sha, split=evals.name,
+            n_train=len(tr_idx), n_eval=len(evals),
+            config={"data_source": run.data.source, "train_examples_available": len(train),
+                    "train_subset": f"fixed seeded subset of {len(train)} of {len(run.data.train)} train examples"
+                    if train is not run.data.train else "full train", "max_length": run.max_length,
+                    "finetune": {"head": "dropout + Linear(hidden, labels) on the pooled vector; whole encoder trained",
+                                 **hp, "warmup_ratio": cfg.warmup_ratio, "weight_decay": cfg.weight_decay,
+                                 "batches": "length-grouped", "steps": res.steps,
+                                 "examples_seen": res.examples_seen, "epochs_run": res.epochs_run,
+                                 "train_wall_s": round(res.wall_s, 1), "heldout_accuracy_per_epoch":
+                                 [round(x, 4) for x in res.epoch_scores], "selected_epoch": res.best_epoch,
+                                 "n_heldout": len(ho_idx), "first_loss": round(losses[0], 4) if losses else None,
+                                 "last_loss": round(float(np.mean(losses[-50:])), 4) if losses else None,
+                                 "resumed_from_step": res.resumed_from_step}},
+            predictions={"run_id": run_id, "split": evals.name, "data_sha256": prep.data_sha,
+                         "label": y_eval.tolist(), "pred": pred.tolist(),
+                         "proba": np.round(proba[:, 1] if proba.shape[1] == 2 else proba, 5).tolist()},
+            correct=pred == y_eval, wall_s=wall, cleanup=lambda: training.clear_checkpoint(cfg),
+        )
+
+
+def _setup(prep: _Prepared, cell: Cell, tr_idx, ho_idx):
+    """The model to train, its data, and the per-epoch selection on the held-out slice of train."""
+    import copy
+
+    import numpy as np
+    import torch
+
+    from ..heads.classifier import Examples, PooledClassifier, collate_fn, predict
+
+    run, train = prep.run, prep.train
+    tr_enc = {k: [v[i] for i in tr_idx] for k, v in prep.enc.items() if k != "offset_mapping"}
+    ds = Examples(tr_enc, [train.labels[i] for i in tr_idx])
+    heldout_texts = [train.texts[i] for i in ho_idx]
+    heldout_y = np.asarray([train.labels[i] for i in ho_idx])
+    torch.manual_seed(cell.seed)  # the head's initialisation; batches use their own generators
+    model = PooledClassifier(copy.deepcopy(run.model.encoder), cell.pooling, prep.n_labels)
+    for param in model.parameters():
+        param.requires_grad = True
+    scores: list[float] = []
+
+    def select(m, epoch: int) -> float:
+        acc = float((predict(m, run.model, heldout_texts, run.max_length, run.spec.dtype).argmax(1)
+                     == heldout_y).mean())
+        scores.append(acc)
+        return acc
+
+    return model, ds, collate_fn(run.model.tokenizer, ds), select, scores
+
+
+REGIME = Regime(
+    "finetune",
+    "encoder and head trained together (a pooled classifier, or LoRA + a span head for QA)",
+    {SENTENCE: PooledFinetune, PAIR: PooledFinetune, SPAN: SpanFinetune},
+)
