@@ -6,8 +6,9 @@ rerun of finished cells can be recognised before any model is loaded; `load` ret
 encoder, its fast tokenizer and the head report.
 """
 
-from .loading import (DEFAULT, DEFAULT_MODEL_ID, DEFAULT_PACKAGE, HeadReport, Identity, LoadedModel,
+from . import derived
+from .loading import (DEFAULT, DEFAULT_MODEL_ID, DEFAULT_PACKAGE, POOLER_KINDS, HeadReport, Identity, LoadedModel,
                       default_model_path, identify, load, load_with_head, quiet_loader)
 
-__all__ = ["DEFAULT", "DEFAULT_MODEL_ID", "DEFAULT_PACKAGE", "HeadReport", "Identity", "LoadedModel",
-           "default_model_path", "identify", "load", "load_with_head", "quiet_loader"]
+__all__ = ["DEFAULT", "DEFAULT_MODEL_ID", "DEFAULT_PACKAGE", "POOLER_KINDS", "HeadReport", "Identity", "LoadedModel",
+           "default_model_path", "derived", "identify", "load", "load_with_head", "quiet_loader"]

