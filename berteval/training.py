@@ -87,6 +87,59 @@ class LengthGroupedBatches(torch.utils.data.Sampler):
         return (len(self.lengths) + self.batch_size - 1) // self.batch_size
 
 
+def _optimiser(model: torch.nn.Module, cfg: TrainConfig, total: int):
+    """AdamW (no decay on biases and LayerNorm weights) with linear warm-up and linear decay."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    decay = [p for p in params if p.ndim >= 2]
+    no_decay = [p for p in params if p.ndim < 2]
+    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
+                                   {"params": no_decay, "weight_decay": 0.0}], lr=cfg.lr)
+    warmup = int(cfg.warmup_ratio * total)
+    schedule = lambda step: (step + 1) / max(1, warmup) if step < warmup else max(  # noqa: E731
+        0.0, (total - step) / max(1, total - warmup))
+    return params, optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
+
+
+def _loader(accelerator, dataset, collate: Callable, cfg: TrainConfig, epoch: int, lengths):
+    """The epoch's batches, from generators of its own: a resumed run sees exactly these batches."""
+    gen = torch_generator(cfg.seed * 1000 + epoch, "train")
+    # The loader gets a generator of its own: without one, every new iterator draws from the
+    # global RNG, so a resumed run's dropout masks would drift from the uninterrupted run's.
+    own = {"generator": torch_generator(cfg.seed * 1000 + epoch, "loader"), "collate_fn": collate}
+    if lengths is not None:
+        loader = DataLoader(dataset, batch_sampler=LengthGroupedBatches(lengths, cfg.batch_size, gen), **own)
+    else:
+        loader = DataLoader(dataset, batch_size=cfg.batch_size, sampler=RandomSampler(dataset, generator=gen), **own)
+    return accelerator.prepare(loader)
+
+
+class _Selection:
+    """Model selection across epochs: score each epoch's weights, keep the best (also across a resume)."""
+
+    def __init__(self, cfg: TrainConfig, result: TrainResult, on_epoch_end: Callable | None):
+        self.cfg, self.result, self.on_epoch_end = cfg, result, on_epoch_end
+        self.best_state: dict | None = None
+        if cfg.checkpoint_dir is not None and (cfg.checkpoint_dir / "best.pt").is_file():
+            self.best_state = torch.load(cfg.checkpoint_dir / "best.pt", weights_only=True)
+
+    def epoch_end(self, accelerator, model) -> None:
+        result = self.result
+        unwrapped = accelerator.unwrap_model(model)
+        score = float(self.on_epoch_end(unwrapped, len(result.epoch_scores) + 1))
+        model.train()
+        result.epoch_scores.append(score)
+        if result.best_epoch is None or score > result.epoch_scores[result.best_epoch - 1]:
+            result.best_epoch = len(result.epoch_scores)
+            self.best_state = {k: v.detach().clone() for k, v in unwrapped.state_dict().items()}
+            if self.cfg.checkpoint_dir is not None and accelerator.is_main_process:
+                self.cfg.checkpoint_dir.mkdir(parents=True, exist_ok=True)
+                torch.save(self.best_state, self.cfg.checkpoint_dir / "best.pt")
+
+    def restore(self, accelerator, model) -> None:
+        if self.best_state is not None and self.result.best_epoch != len(self.result.epoch_scores):
+            accelerator.unwrap_model(model).load_state_dict(self.best_state)  # keep the selected epoch's weights
+
+
 def train(model: torch.nn.Module, dataset, collate: Callable, loss_fn: Callable, cfg: TrainConfig,
           progress: bool = True, lengths=None, on_epoch_end: Callable | None = None) -> TrainResult:
     """Train the parameters of `model` that require grad; `loss_fn(model, batch) -> scalar loss`.
@@ -96,48 +149,20 @@ def train(model: torch.nn.Module, dataset, collate: Callable, loss_fn: Callable,
     from accelerate import Accelerator
 
     accelerator = Accelerator(mixed_precision="bf16" if cfg.dtype == "bf16" else "no")
-    params = [p for p in model.parameters() if p.requires_grad]
-    decay = [p for p in params if p.ndim >= 2]
-    no_decay = [p for p in params if p.ndim < 2]  # biases and LayerNorm weights are not decayed
-    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
-                                   {"params": no_decay, "weight_decay": 0.0}], lr=cfg.lr)
     steps_per_epoch = math.ceil(len(dataset) / cfg.batch_size / accelerator.num_processes)
     total = max(1, int(round(cfg.epochs * steps_per_epoch)))
-    warmup = int(cfg.warmup_ratio * total)
-    schedule = lambda step: (step + 1) / max(1, warmup) if step < warmup else max(  # noqa: E731
-        0.0, (total - step) / max(1, total - warmup))
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
+    params, optimizer, scheduler = _optimiser(model, cfg, total)
     model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
-
-    result = TrainResult(steps=0)
-    best_state: dict | None = None
-    pfile = _progress_file(cfg)
-    if pfile is not None and pfile.is_file():
-        accelerator.load_state(str(cfg.checkpoint_dir / "state"))
-        saved = json.loads(pfile.read_text())
-        result.resumed_from_step = saved["step"]
-        result.epoch_scores, result.best_epoch = saved.get("epoch_scores", []), saved.get("best_epoch")
-        if (cfg.checkpoint_dir / "best.pt").is_file():
-            best_state = torch.load(cfg.checkpoint_dir / "best.pt", weights_only=True)
-    step = result.resumed_from_step
-    t0 = time.perf_counter()
+    result = _resume(accelerator, cfg)
+    selection = _Selection(cfg, result, on_epoch_end)
+    step, t0 = result.resumed_from_step, time.perf_counter()
     model.train()
     bar = tqdm(total=total, initial=step, desc="training", unit="step", disable=not progress, leave=False)
     epoch = step // steps_per_epoch
     while step < total:
-        gen = torch_generator(cfg.seed * 1000 + epoch, "train")
-        # The loader gets a generator of its own: without one, every new iterator draws from the
-        # global RNG, so a resumed run's dropout masks would drift from the uninterrupted run's.
-        own = {"generator": torch_generator(cfg.seed * 1000 + epoch, "loader"), "collate_fn": collate}
-        if lengths is not None:
-            loader = DataLoader(dataset, batch_sampler=LengthGroupedBatches(lengths, cfg.batch_size, gen), **own)
-        else:
-            loader = DataLoader(dataset, batch_size=cfg.batch_size, sampler=RandomSampler(dataset, generator=gen),
-                                **own)
-        loader = accelerator.prepare(loader)
-        skip = step - epoch * steps_per_epoch
-        if skip:
-            loader = accelerator.skip_first_batches(loader, skip)
+        loader = _loader(accelerator, dataset, collate, cfg, epoch, lengths)
+        if step - epoch * steps_per_epoch:
+            loader = accelerator.skip_first_batches(loader, step - epoch * steps_per_epoch)
         for batch in loader:
             with accelerator.autocast():
                 loss = loss_fn(model, batch)
@@ -154,21 +179,12 @@ def train(model: torch.nn.Module, dataset, collate: Callable, loss_fn: Callable,
             bar.set_postfix(loss=f"{result.losses[-1]:.3f}")
             last_of_epoch = step % steps_per_epoch == 0
             if on_epoch_end is not None and (last_of_epoch or step >= total):
-                unwrapped = accelerator.unwrap_model(model)
-                score = float(on_epoch_end(unwrapped, len(result.epoch_scores) + 1))
-                model.train()
-                result.epoch_scores.append(score)
-                if result.best_epoch is None or score > result.epoch_scores[result.best_epoch - 1]:
-                    result.best_epoch = len(result.epoch_scores)
-                    best_state = {k: v.detach().clone() for k, v in unwrapped.state_dict().items()}
-                    if cfg.checkpoint_dir is not None and accelerator.is_main_process:
-                        cfg.checkpoint_dir.mkdir(parents=True, exist_ok=True)
-                        torch.save(best_state, cfg.checkpoint_dir / "best.pt")
-            if pfile is not None and (step % cfg.checkpoint_every == 0 or last_of_epoch) and step < total:
+                selection.epoch_end(accelerator, model)
+            if _progress_file(cfg) is not None and (step % cfg.checkpoint_every == 0 or last_of_epoch) and step < total:
                 _checkpoint(accelerator, cfg, step, result)
             if cfg.stop_after_steps is not None and step - result.resumed_from_step >= cfg.stop_after_steps:
                 bar.close()
-                if pfile is not None:
+                if _progress_file(cfg) is not None:
                     _checkpoint(accelerator, cfg, step, result)
                 result.steps, result.wall_s = step, time.perf_counter() - t0
                 return result
@@ -176,11 +192,22 @@ def train(model: torch.nn.Module, dataset, collate: Callable, loss_fn: Callable,
                 break
         epoch += 1
     bar.close()
-    if best_state is not None and result.best_epoch != len(result.epoch_scores):
-        accelerator.unwrap_model(model).load_state_dict(best_state)  # keep the selected epoch's weights
+    selection.restore(accelerator, model)
     model.eval()
     result.steps, result.wall_s = step, time.perf_counter() - t0
     result.epochs_run = round(step / steps_per_epoch, 3)
+    return result
+
+
+def _resume(accelerator, cfg: TrainConfig) -> TrainResult:
+    """A fresh result, or the state of the last checkpoint (weights, optimiser, step, epoch scores)."""
+    result = TrainResult(steps=0)
+    pfile = _progress_file(cfg)
+    if pfile is not None and pfile.is_file():
+        accelerator.load_state(str(cfg.checkpoint_dir / "state"))
+        saved = json.loads(pfile.read_text())
+        result.resumed_from_step = saved["step"]
+        result.epoch_scores, result.best_epoch = saved.get("epoch_scores", []), saved.get("best_epoch")
     return result
 
 

@@ -17,11 +17,13 @@ from typing import Iterable
 
 import pandas as pd
 
+from berteval.config import DEFAULT_RESULTS, results_root
 from berteval.pooling import POOLINGS
 from berteval.records import Problem, RunRecord, read_records
 from berteval.stats import summarise
 
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
+# The committed results; $BERTEVAL_RESULTS points the leaderboard, the app and the CLI elsewhere together.
+RESULTS_DIR = DEFAULT_RESULTS
 
 # What identifies a compared cell, and what must also match before seeds are averaged:
 # a quick `--limit-train` run, another dtype or other data never averages into a full run.
@@ -40,9 +42,10 @@ AGG_COLUMNS = [*CELL, "layer_label", *SETUP, "mean", "std", "n_seeds", "seeds", 
 
 
 def record_files(paths: Iterable[str | os.PathLike] | None = None) -> list[Path]:
-    """The .jsonl files to read: the committed results by default; a folder stands for its .jsonl files."""
+    """The .jsonl files to read: the results root by default (berteval.config.results_root); a folder stands
+    for its .jsonl files."""
     out: list[Path] = []
-    for p in ([RESULTS_DIR] if paths is None else paths):
+    for p in ([results_root()] if paths is None else paths):
         p = Path(p)
         # A folder's subfolders hold predictions and heads, not records: only its own *.jsonl count.
         out.extend(sorted(p.glob("*.jsonl")) if p.is_dir() else [p])

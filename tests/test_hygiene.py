@@ -16,3 +16,19 @@ def test_berteval_never_imports_gradio_or_plotly():
 def test_no_shared_data_committed():
     files = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True).stdout.split()
     assert not [f for f in files if f.endswith(("dev-v1.1.json", "train-subset.json", "train.tsv", "dev.tsv"))]
+
+
+def test_light_commands_import_neither_torch_nor_transformers(tmp_path):
+    """`ls`, `validate`, `summary` and the leaderboard report answer in a fraction of a second because
+    they never import the deep-learning stack."""
+    code = (
+        "import sys\n"
+        "from berteval.cli import main\n"
+        "import leaderboard.__main__ as board\n"
+        "records = 'leaderboard/results/sst2.jsonl'\n"
+        "assert main(['ls']) == 0 and main(['validate', records]) == 0 and main(['summary', records]) == 0\n"
+        f"assert board.main(['--out', {str(tmp_path / 'r.html')!r}]) == 0\n"
+        "heavy = [m for m in sys.modules if m.split('.')[0] in ('torch', 'transformers', 'sklearn', 'datasets')]\n"
+        "assert not heavy, heavy[:5]\n"
+    )
+    subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True, capture_output=True)

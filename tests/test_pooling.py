@@ -1,5 +1,6 @@
 """Pooling semantics on hand-built tensors, and the pooler against the model's own."""
 
+import numpy as np
 import pytest
 import torch
 
@@ -81,3 +82,24 @@ def test_pooler_refused_for_architecture_without_pooler(tiny_models):
     assert not m.heads.has_pooler
     with pytest.raises(BertevalError, match="has none"):
         pooling.check_available("pooler", m.heads)
+
+
+def test_a_new_pooling_is_one_registry_entry(tiny_models, tiny_sst2, tmp_path, monkeypatch):
+    """Registering a pooling here, and nowhere else, is enough for the probe and the fine-tune."""
+    from berteval import records, runs
+    from berteval.tasks import get
+
+    def cls_and_mean(x):
+        return torch.cat([x.hidden[:, 0], pooling.masked_mean(x.hidden, x.mask)], dim=-1)  # (B, 2H)
+
+    new = pooling.Pooling("cls-and-mean-test", cls_and_mean, "[CLS] and the mean, concatenated", width_factor=2,
+                          default=False)
+    monkeypatch.setitem(pooling.POOLINGS, new.name, new)
+    common = dict(task=get("sst2"), model=str(tiny_models["pretraining"]), poolings=[new.name], seeds=[0],
+                  data_dir=tiny_sst2, out=tmp_path, progress=False)
+    probe = runs.run(runs.RunSpec(**common)).written
+    tuned = runs.run(runs.RunSpec(**common, regime="finetune", epochs=1, batch_size=16)).written
+    assert [(r.pooling, r.regime) for r in probe + tuned] == [(new.name, "probe"), (new.name, "finetune")]
+    assert np.load(tmp_path / probe[0].config["head_file"])["weight"].shape == (1, 32)  # twice the hidden size
+    assert records.read_records([tmp_path / "sst2.jsonl"])[1] == []
+    assert new.name not in pooling.default_names()  # not in the default grid: asked for by name

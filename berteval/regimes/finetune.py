@@ -14,13 +14,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import pooling, records
+from .. import pooling
 from ..errors import BertevalError
 from ..heads import linear
 from ..qa.regimes import SpanFinetune
 from ..tasks.base import PAIR, SENTENCE, SPAN, Split, limit_split
 from .base import Cell, CellRegime, CellResult, Regime
-from .grid import pooled_cells
+from .grid import PooledData, check_poolings, pooled_cells, pooled_identity
 
 DEFAULTS = {"epochs": 2.0, "lr": 1e-4, "batch_size": 32}
 # Offline, on 2 CPU cores, the whole of SST-2 train x 9 runs does not fit a session; a fixed,
@@ -35,11 +35,7 @@ def hyperparameters(spec) -> dict:
 
 
 @dataclass
-class _Prepared:
-    run: object
-    train: Split
-    evals: Split
-    data_sha: str
+class _Prepared(PooledData):
     enc: dict  # the tokenised training subset
     n_labels: int
 
@@ -59,20 +55,14 @@ class PooledFinetune(CellRegime):
 
     def identity(self, run, cell: Cell) -> dict:
         train, _, data_sha = self._splits(run)
-        return {"schema": records.SCHEMA_VERSION, "model": run.identity.model_id, "revision": run.identity.revision,
-                "task": run.task.name, "task_version": run.task.version, "data": data_sha, "pooling": cell.pooling,
-                "regime": "finetune", "layer": -1, "seed": cell.seed, "n_train": len(train),
-                "max_length": run.max_length, "dtype": run.spec.dtype, **hyperparameters(run.spec),
+        return {**pooled_identity(run, cell, data_sha, len(train)), **hyperparameters(run.spec),
                 "heldout": [linear.HELDOUT_MAX, linear.HELDOUT_FRACTION]}
 
     def prepare(self, run, todo: list[Cell]) -> _Prepared:
         from .. import features
 
         model = run.model
-        for name in dict.fromkeys(c.pooling for c in todo):
-            pooling.check_available(name, model.heads)
-            if caveat := pooling.warning(name, model.heads):
-                run.note(caveat + " (fine-tuning trains it)")
+        check_poolings(run, todo, " (fine-tuning trains it)")
         train, evals, data_sha = self._splits(run)
         enc = features.tokenise(model, train.texts, run.max_length)
         n_labels = max(max(train.labels), max(evals.labels)) + 1

@@ -6,9 +6,21 @@ index (0 = embeddings), so `-2` on a 6-layer model and `5` name the same cell.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .. import pooling
 from ..errors import BertevalError
 from .base import Cell
+
+
+@dataclass
+class PooledData:
+    """What a pooled regime prepares once: its run and the splits (and checksum) every cell reads."""
+
+    run: object
+    train: object  # tasks.base.Split
+    evals: object
+    data_sha: str
 
 
 def resolve_layer(layer: int, num_hidden_states: int) -> int:
@@ -44,3 +56,21 @@ def pooled_cells(run, poolings: list[str], layers: list[int]) -> list[Cell]:
     if dropped:
         run.note(f"{', '.join(dropped)} is defined on the last layer only; it is run at layer -1 alone")
     return cells
+
+
+def pooled_identity(run, cell: Cell, data_sha: str, n_train: int) -> dict:
+    """The identity fields a pooled cell shares across regimes; each regime adds its own protocol."""
+    from .. import records
+
+    return {"schema": records.SCHEMA_VERSION, "model": run.identity.model_id, "revision": run.identity.revision,
+            "task": run.task.name, "task_version": run.task.version, "data": data_sha, "pooling": cell.pooling,
+            "regime": run.spec.regime, "layer": cell.layer, "seed": cell.seed, "n_train": n_train,
+            "max_length": run.max_length, "dtype": run.spec.dtype}
+
+
+def check_poolings(run, todo: list[Cell], caveat_suffix: str = "") -> None:
+    """Refuse a pooling the loaded checkpoint cannot provide; note one that is not what its name promises."""
+    for name in dict.fromkeys(c.pooling for c in todo):
+        pooling.check_available(name, run.model.heads)
+        if caveat := pooling.warning(name, run.model.heads):
+            run.note(caveat + caveat_suffix)

@@ -10,20 +10,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import pooling, records
+from .. import pooling
 from ..heads import linear
 from ..qa.regimes import SpanProbe
 from ..tasks.base import PAIR, SENTENCE, SPAN, Split, limit_split
 from .base import Cell, CellRegime, CellResult, Regime
-from .grid import parse_layers, pooled_cells
+from .grid import PooledData, check_poolings, parse_layers, pooled_cells, pooled_identity
 
 
 @dataclass
-class _Prepared:
-    run: object
-    train: Split
-    evals: Split
-    data_sha: str
+class _Prepared(PooledData):
     vectors: dict  # split name -> {(pooling, layer): (N, width) float32}
 
 
@@ -39,10 +35,7 @@ class PooledProbe(CellRegime):
 
     def identity(self, run, cell: Cell) -> dict:
         train, _, data_sha = self._splits(run)
-        return {"schema": records.SCHEMA_VERSION, "model": run.identity.model_id, "revision": run.identity.revision,
-                "task": run.task.name, "task_version": run.task.version, "data": data_sha, "pooling": cell.pooling,
-                "regime": run.spec.regime, "layer": cell.layer, "seed": cell.seed, "n_train": len(train),
-                "max_length": run.max_length, "dtype": run.spec.dtype, "c_grid": linear.C_GRID,
+        return {**pooled_identity(run, cell, data_sha, len(train)), "c_grid": linear.C_GRID,
                 "heldout": [linear.HELDOUT_MAX, linear.HELDOUT_FRACTION]}
 
     def prepare(self, run, todo: list[Cell]) -> _Prepared:
@@ -50,10 +43,7 @@ class PooledProbe(CellRegime):
         from ..tasks.base import split_checksum
 
         model = run.model
-        for name in dict.fromkeys(c.pooling for c in todo):
-            pooling.check_available(name, model.heads)
-            if caveat := pooling.warning(name, model.heads):
-                run.note(caveat)
+        check_poolings(run, todo)
         train, evals, data_sha = self._splits(run)
         need_p = list(dict.fromkeys(c.pooling for c in todo))
         need_l = list(dict.fromkeys(c.layer for c in todo))
