@@ -174,7 +174,10 @@ def next_sentence(model_text: str, a: str, b: str):
     second = serve.check_text(b, "sentence")
     head, pred = serve.next_sentence(name, first, second)
     about = f"**P(IsNext) = {pred.p_is_next:.3f}**, answered by the {pred.source}."
-    if head.weight is not None:
+    if head.weight is None:
+        about += (f" It reads `pooler_output`, and {head.model.model_id}'s pooler is "
+                  f"{head.model.heads.pooler_provenance}.")
+    else:
         about += (f"\n\n{head.model.model_id} has no pretrained next-sentence head (transformers would attach a "
                   f"random one), so a probe trained on NSP pairs answers instead: a logistic regression on "
                   f"`{head.pooling}`, dev accuracy {head.dev_accuracy:.4f} (mean over seeds), record `{head.run_id}`.")
@@ -268,9 +271,12 @@ def _wire(key: str, button: gr.Button, fn, inputs: list, outputs: list, api_name
 def build_demo() -> gr.Blocks:
     with gr.Blocks(title="berteval: BERT's heads, tried by hand", analytics_enabled=False) as page:
         gr.Markdown(INTRO)
-        model_box = gr.Textbox(value=serve.DEFAULT_MODEL, label="Encoder", max_lines=1, elem_id="model",
-                               info="'default' is the embedded all-MiniLM-L6-v2 (works offline). A hub id such "
-                                    "as bert-base-uncased works where the hub is reachable.")
+        model_box = gr.Dropdown(serve.offline_models(), value=serve.DEFAULT_MODEL, label="Encoder",
+                                allow_custom_value=True, filterable=True, elem_id="model",
+                                info="Offline: 'default' (the embedded all-MiniLM-L6-v2) and encoders derived from it "
+                                     "(+nsp-pooler: its pooler trained by next-sentence prediction; +mlm-nsp: BERT's "
+                                     "pre-training continued; +random: the untrained floor). A hub id such as "
+                                     "bert-base-uncased works where the hub is reachable.")
         with gr.Tabs():
             with gr.Tab("Classify", id="classify"):
                 _note("A sentence → positive / negative, by the committed SST-2 probe head reading the vector you "

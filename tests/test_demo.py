@@ -146,3 +146,10 @@ def test_qa_model_for_a_checkpoint_uses_its_own_trained_head_or_refuses(tiny_mod
 def test_warm_lists_what_a_model_lacks_without_raising(tiny_models):
     problems = serve.warm(str(tiny_models["base"]))
     assert [p.split(":")[0] for p in problems] == ["SST-2 heads", "QA model", "NSP head"]
+
+
+def test_offline_models_are_the_default_and_the_committed_derived_encoders():
+    names = serve.offline_models()
+    assert names[0] == models.DEFAULT
+    assert all(n.startswith("default+") for n in names[1:])
+    assert "default+random" in names  # its derivation record is committed

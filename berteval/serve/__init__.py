@@ -41,6 +41,12 @@ def check_text(text: str | None, field: str, required: bool = True) -> str:
     return text
 
 
+def offline_models() -> list[str]:
+    """The models the page can use with no hub: the embedded default and the encoders derived from it
+    whose records are committed (`default+nsp-pooler`, `default+mlm-nsp`, `default+random`)."""
+    return [models.DEFAULT, *models.derived.offline_names()]
+
+
 def model_name(text: str | None) -> str:
     """A blank model box means the embedded default."""
     return check_text(text, "model", required=False) or models.DEFAULT
