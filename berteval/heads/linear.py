@@ -2,7 +2,8 @@
 
 The question a probe answers is "what does this vector already hold", so the encoder
 stays frozen and the head is the simplest honest one: standardised features and an
-L2-regularised logistic regression (scikit-learn). The regularisation strength is
+L2-regularised logistic regression (scikit-learn's objective, solved exactly by Newton's
+method along the C grid in `heads.logistic`). The regularisation strength is
 chosen on a seeded held-out slice of *train*; dev is touched once, for the report.
 The seed decides the held-out slice, so seeds differ in training data and in the
 chosen C, which is the variation the mean ± std across seeds describes.
@@ -59,28 +60,43 @@ def heldout_split(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return np.sort(perm[size:]), np.sort(perm[:size])
 
 
-def _fit(x: np.ndarray, y: np.ndarray, c: float) -> LinearHead:
-    from sklearn.linear_model import LogisticRegression  # heavy: only a fit pays for it
-    from sklearn.preprocessing import StandardScaler
+def _standardise(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and scale as scikit-learn's StandardScaler computes them (population std; a constant
+    feature keeps scale 1)."""
+    mean = x.mean(0, dtype=np.float64)
+    scale = x.std(0, dtype=np.float64)
+    scale[scale < 10 * np.finfo(np.float64).eps] = 1.0
+    return mean, scale
 
-    scaler = StandardScaler().fit(x)
-    clf = LogisticRegression(C=c, max_iter=2000, tol=1e-4).fit(scaler.transform(x), y)
-    # Fold the standardisation into the linear map so the head is one affine layer.
-    weight = clf.coef_ / scaler.scale_  # (C, H)
-    bias = clf.intercept_ - (clf.coef_ * scaler.mean_ / scaler.scale_).sum(1)
-    return LinearHead(weight.astype(np.float64), bias.astype(np.float64))
+
+def _fold(coef: np.ndarray, intercept: np.ndarray, mean: np.ndarray, scale: np.ndarray) -> LinearHead:
+    """The standardisation folded into the linear map, so the head is one affine layer on raw vectors."""
+    return LinearHead((coef / scale).astype(np.float64), (intercept - (coef * mean / scale).sum(1)).astype(np.float64))
+
+
+def _fit_heads(x: np.ndarray, y: np.ndarray, c_grid) -> dict[float, LinearHead]:
+    """One head per C on the same training rows. Binary: the exact Newton path (`heads.logistic`);
+    more classes: scikit-learn's multinomial lbfgs."""
+    mean, scale = _standardise(x)
+    xs = (x - mean) / scale  # (n, d) float64
+    if set(np.unique(y)) <= {0, 1}:
+        from .logistic import fit_path
+
+        return {c: _fold(w[None, :], np.array([b]), mean, scale) for c, (w, b, _) in fit_path(xs, y, c_grid).items()}
+    from sklearn.linear_model import LogisticRegression  # heavy: only a multi-class fit pays for it
+
+    out = {}
+    for c in c_grid:
+        clf = LogisticRegression(C=c, max_iter=2000, tol=1e-4).fit(xs, y)
+        out[c] = _fold(clf.coef_, clf.intercept_, mean, scale)
+    return out
 
 
 def fit_probe(x_train: np.ndarray, y_train, x_eval: np.ndarray, seed: int, c_grid=C_GRID) -> ProbeResult:
     y = np.asarray(y_train)
     tr, ho = heldout_split(len(y), seed)
-    scores: dict[float, float] = {}
-    heads: dict[float, LinearHead] = {}
-    for c in c_grid:
-        head = _fit(x_train[tr], y[tr], c)
-        pred = head.proba(x_train[ho]).argmax(1)
-        scores[c] = float((pred == y[ho]).mean())
-        heads[c] = head
+    heads = _fit_heads(x_train[tr], y[tr], c_grid)
+    scores = {c: float((heads[c].proba(x_train[ho]).argmax(1) == y[ho]).mean()) for c in c_grid}
     # Ties go to the stronger regularisation (smaller C): the simpler head.
     best = max(c_grid, key=lambda c: (scores[c], -c))
     proba = heads[best].proba(x_eval)

@@ -74,7 +74,7 @@ class PooledProbe(CellRegime):
             n_train=res.n_train, n_eval=len(evals),
             config={"data_source": run.data.source, "train_examples_available": len(train),
                     "limit_train": run.spec.limit_train, "max_length": run.max_length,
-                    "probe": {"head": "standardise + logistic regression (scikit-learn, lbfgs)",
+                    "probe": {"head": "standardise + L2 logistic regression (exact Newton, warm-started over the C grid)",
                               "c_grid": list(linear.C_GRID), "chosen_c": res.chosen_c,
                               "heldout_accuracy": {str(k): v for k, v in res.heldout_accuracy.items()},
                               "n_heldout": res.n_heldout},
