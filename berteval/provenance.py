@@ -1,7 +1,7 @@
 """Where a number came from: library versions, the git commit, the machine.
 
 Written into every record so a reader can tell which code, which libraries and which
-hardware produced it, and rerun it.
+hardware produced it (and how much memory the process needed), and rerun it.
 """
 
 from __future__ import annotations
@@ -56,3 +56,10 @@ def device() -> str:
     except OSError:
         pass
     return f"cpu: {cpu}, {torch.get_num_threads()} threads"
+
+
+def peak_rss_mb() -> float:
+    """The highest resident memory this process has reached so far, in MB (Linux reports KiB)."""
+    import resource
+
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)

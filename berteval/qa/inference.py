@@ -115,6 +115,26 @@ def spans(model: torch.nn.Module, tokenizer, questions: list[str], contexts: lis
     return Spans(windows, nbest, starts, ends)
 
 
+def spans_streamed(model: torch.nn.Module, tokenizer, questions: list[str], contexts: list[str],
+                   settings: QASettings = DEFAULTS, dtype: str = "fp32", chunk: int = 256,
+                   progress: bool = False) -> tuple[list[list[Candidate]], int]:
+    """(each question's n-best, number of windows) through `spans`, a chunk of questions at a time: the
+    windows, token lists and logits of one chunk are freed before the next, so scoring all of SQuAD dev
+    holds the answers, not 10,000 windows of Python objects."""
+    from tqdm.auto import tqdm
+
+    nbest: list[list[Candidate]] = []
+    n_windows = 0
+    bar = tqdm(total=len(questions), desc="QA questions", unit="q", disable=not progress, leave=False)
+    for i in range(0, len(questions), chunk):
+        found = spans(model, tokenizer, questions[i : i + chunk], contexts[i : i + chunk], settings, dtype)
+        nbest += found.nbest
+        n_windows += len(found.windows)
+        bar.update(len(found.nbest))
+    bar.close()
+    return nbest, n_windows
+
+
 def answer(qa: QAModel, question: str, context: str, settings: QASettings = DEFAULTS, dtype: str = "fp32") -> Answer:
     """One question: the n-best answers and the logits of the window the best one came from."""
     found = spans(qa.model, qa.tokenizer, [question], [context], settings, dtype)

@@ -95,19 +95,19 @@ class _SpanRegime(CellRegime):
         """Every dev question through its windows: metrics, official predictions, n-best (kept local)."""
         import time
 
-        from .inference import spans
+        from .inference import spans_streamed
 
         run, dev = prep.run, prep.dev
         t0 = time.perf_counter()
-        found = spans(model, run.model.tokenizer, [q for q, _ in dev.texts], [c for _, c in dev.texts], prep.qa,
-                      dtype=run.spec.dtype, progress=run.spec.progress)
+        nbest, n_windows = spans_streamed(model, run.model.tokenizer, [q for q, _ in dev.texts],
+                                          [c for _, c in dev.texts], prep.qa, run.spec.dtype, progress=run.spec.progress)
         wall = time.perf_counter() - t0
-        predictions = {qid: (c[0].text if c else "") for qid, c in zip(dev.ids, found.nbest)}
+        predictions = {qid: (c[0].text if c else "") for qid, c in zip(dev.ids, nbest)}
         metrics = run.score(predictions=predictions, golds={qid: list(g.texts) for qid, g in zip(dev.ids, dev.labels)})
         run.store.write_json(f"predictions/{run.task.name}/nbest/{run_id}.json", {  # large: not committed
             qid: [{"text": c.text, "probability": round(c.probability, 5), "score": round(c.score, 4),
-                   "start_char": c.start_char} for c in cands] for qid, cands in zip(dev.ids, found.nbest)})
-        timing = {"eval_wall_s": round(wall, 2), "n_eval_windows": len(found.windows)}
+                   "start_char": c.start_char} for c in cands] for qid, cands in zip(dev.ids, nbest)})
+        timing = {"eval_wall_s": round(wall, 2), "n_eval_windows": n_windows}
         qa = prep.qa
         return CellResult(
             metrics={k: round(v, 4) for k, v in metrics.items()}, data_sha256=prep.data_sha, split=dev.name,
@@ -132,6 +132,7 @@ class _SpanRegime(CellRegime):
                              lengths=[len(f["input_ids"]) for f in tw.features])
         if res.resumed_from_step:
             run.note(f"seed {cell.seed}: resumed training from step {res.resumed_from_step}")
+        training.release_memory()  # training's state is gone; evaluation starts from a trimmed heap
         losses = res.losses
         config = {"training": {**self.describe(), **hp, "batches": "length-grouped", "steps": res.steps,
                                "examples_seen": res.examples_seen, "train_wall_s": round(res.wall_s, 1),
