@@ -49,7 +49,7 @@ RECIPES: dict[str, Recipe] = {
         "BERT pre-training: masked LM (15% of WordPiece tokens; 80% [MASK], 10% random, 10% unchanged) + "
         "next-sentence prediction, loss = mean masked-token cross-entropy + NSP cross-entropy; LoRA on every encoder "
         "linear layer, pooler, NSP head and MLM transform/bias trained, embeddings and tied decoder frozen",
-        {"dupe_factor": 40, "max_length": 128, "short_seq_prob": 0.1, "max_predictions": 20, "epochs": 1.0,
+        {"dupe_factor": 20, "max_length": 128, "short_seq_prob": 0.1, "max_predictions": 20, "epochs": 1.0,
          "batch_size": 32, "lr": 5e-4, "warmup_ratio": 0.05, "weight_decay": 0.01, "max_grad_norm": 1.0,
          "rank": 16, "alpha": 32, "lora_dropout": 0.0},
         _mlm_nsp),
