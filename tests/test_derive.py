@@ -465,3 +465,14 @@ def test_offline_names_list_committed_derivations(tmp_path):
     (tmp_path / "encoders" / "default+random").mkdir(parents=True)
     (tmp_path / "encoders" / "default+random" / "derivation.json").write_text("{}")
     assert derived.offline_names(tmp_path) == ["default+random"]
+
+
+def test_the_derive_verb_is_light_until_it_runs():
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    code = ("import argparse, sys, berteval.derive as d; d.add_arguments(argparse.ArgumentParser()); "
+            "heavy = [m for m in ('torch', 'transformers', 'datasets') if m in sys.modules]; assert not heavy, heavy")
+    subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True)

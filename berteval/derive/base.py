@@ -7,9 +7,10 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
-from ..models.derived import DerivedName
+if TYPE_CHECKING:  # importing berteval.models loads torch and transformers: not for --help
+    from ..models.derived import DerivedName
 
 
 @dataclass

@@ -16,7 +16,6 @@ import time
 
 from .. import config
 from ..errors import BertevalError
-from ..models import derived
 from .base import Context, Outcome
 
 STOPPED = 3
@@ -65,6 +64,7 @@ def command(args) -> int:
 def derive(args) -> tuple[int, Outcome | None]:
     """The exit code and the outcome (None when nothing ran): tests compare the trained tensors."""
     from .. import models
+    from ..models import derived
     from . import RECIPES, artifacts
 
     spec = derived.parse(args.name)
