@@ -32,6 +32,7 @@ decay, weight decay 0.01 and clipping at 1.0 as in BERT, dropout 0.1 as in the c
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 import torch
@@ -80,7 +81,8 @@ def pretraining_model(base_path: str, seed: int, hyper: dict) -> torch.nn.Module
     from peft import LoraConfig, get_peft_model
     from transformers import BertForPreTraining
 
-    with models.quiet_loader(), torch.random.fork_rng(devices=[]):
+    with models.quiet_loader(), torch.random.fork_rng(devices=[]), warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # peft asks transformers a deprecated question
         torch.manual_seed(int(seed))
         model = BertForPreTraining.from_pretrained(base_path, local_files_only=True)
         lora = LoraConfig(r=hyper["rank"], lora_alpha=hyper["alpha"], lora_dropout=hyper["lora_dropout"],

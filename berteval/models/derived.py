@@ -67,9 +67,13 @@ def _apply_heads(model, folder: Path) -> None:
 
 def _apply_lora_and_heads(model, folder: Path):
     """The LoRA adapter merged into the encoder's weights, then the pooler and NSP head."""
+    import warnings
+
     from peft import PeftModel
 
-    merged = PeftModel.from_pretrained(model, str(folder)).merge_and_unload()
+    with warnings.catch_warnings():  # peft asks transformers a deprecated question (FutureWarning): not ours
+        warnings.simplefilter("ignore", FutureWarning)
+        merged = PeftModel.from_pretrained(model, str(folder)).merge_and_unload()
     _apply_heads(merged, folder)
     return merged
 
