@@ -28,6 +28,8 @@ EXAMPLES = """examples:
   python -m berteval run --task sst2 --limit-train 2000 --seeds 0 --data-dir ../shared/data --out /tmp/r
   python -m berteval run --task squad --model default --regime finetune --seeds 0 --data-dir ../shared/data \
       --out leaderboard/results
+  python -m berteval derive default+nsp-pooler --data-dir ../shared/data
+  python -m berteval run --task nsp --model default+nsp-pooler --regime pretrained --data-dir ../shared/data
   python -m berteval ls
   python -m berteval validate leaderboard/results/*.jsonl
   python -m berteval summary leaderboard/results/sst2.jsonl --markdown
@@ -93,6 +95,10 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--markdown", action="store_true", help="print a Markdown table")
 
     from .bench import add_arguments as bench_arguments  # light: the bench imports torch when it runs
+    from .derive import add_arguments as derive_arguments  # light too: a recipe imports torch when it runs
+
+    derive_arguments(sub.add_parser("derive", help="make a derived encoder (default+nsp-pooler, default+mlm-nsp, "
+                                                   "default+random): seeded, resumable, with a provenance record"))
 
     bench_arguments(sub.add_parser("bench", help="sentences/s and QA windows/s of berteval vs transformers' pipeline "
                                                  "and sentence-transformers, on the same model and data"))
@@ -207,13 +213,20 @@ def _cmd_summary(args) -> int:
     return 0
 
 
+def _cmd_derive(args) -> int:
+    from .derive import command
+
+    return command(args)
+
+
 def _cmd_bench(args) -> int:
     from .bench import command
 
     return command(args)
 
 
-COMMANDS = {"run": _cmd_run, "ls": _cmd_ls, "validate": _cmd_validate, "summary": _cmd_summary, "bench": _cmd_bench}
+COMMANDS = {"run": _cmd_run, "ls": _cmd_ls, "validate": _cmd_validate, "summary": _cmd_summary, "bench": _cmd_bench,
+            "derive": _cmd_derive}
 
 
 def _glue_negative_lists(argv: list[str]) -> list[str]:
