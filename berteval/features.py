@@ -6,17 +6,28 @@ a seed must cost none. So inputs are tokenised once, sorted by length and batche
 token budget (padding only to the longest in each batch), run under
 `torch.inference_mode()`, and every (pooling, layer) vector is taken from the same
 hidden states. Results are cached under $BERTEVAL_CACHE keyed by model + revision +
-data checksum + max length + dtype, one .npy per (pooling, layer), written atomically.
+data checksum + max length + dtype, one .npy per (pooling, layer).
+
+The cache trusts nothing on disk: a cut file used to crash every rerun, and a same-size
+corruption gave silently wrong accuracies under the same run ids. So each array has a
+proof beside it (`<pooling>@<layer>.json`: sha256 and size of the .npy, its shape and
+dtype, and the key it was built for), checked on every read; an array that is missing
+its proof, cut, corrupted or built for another key is reported in one line, deleted
+and recomputed. Writes are temp file + rename under the folder's lock, and temp files
+left by killed writers are removed.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
+import io
 import json
+import logging
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -33,20 +44,110 @@ DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 
 Text = str | tuple[str, str]  # a sentence, or a sentence pair encoded as [CLS] A [SEP] B [SEP]
 
+log = logging.getLogger(__name__)  # unconfigured, a warning still reaches stderr as its one line
+
+
+def key_fields(model: LoadedModel, data_sha256: str, max_length: int, dtype: str) -> dict:
+    """Everything that decides the vectors: the cache folder's name is its hash, each proof names it in full."""
+    return {"format": FEATURE_FORMAT, "model": model.model_id, "revision": model.revision, "data": data_sha256,
+            "max_length": max_length, "dtype": dtype}
+
 
 def feature_key(model: LoadedModel, data_sha256: str, max_length: int, dtype: str) -> str:
-    blob = json.dumps(
-        {
-            "format": FEATURE_FORMAT,
-            "model": model.model_id,
-            "revision": model.revision,
-            "data": data_sha256,
-            "max_length": max_length,
-            "dtype": dtype,
-        },
-        sort_keys=True,
-    )
+    blob = json.dumps(key_fields(model, data_sha256, max_length, dtype), sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:24]
+
+
+# --- the cache: every array with its proof -------------------------------------------------------------
+
+TEMP_SUFFIX = ".tmp"  # `.<file>.<pid>.tmp`: a write in progress, or left behind by a killed one
+
+
+@contextlib.contextmanager
+def _locked(folder: Path):
+    """The folder's lock, held exclusively while checking, deleting or writing its files: a reader never
+    pairs one writer's array with another writer's proof."""
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = os.open(folder / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock; so does the process dying
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}{TEMP_SUFFIX}")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)  # a reader sees the old file or the new one, never half of one
+
+
+def _npy_bytes(arr: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    np.save(buf, arr, allow_pickle=False)
+    return buf.getvalue()
+
+
+def _check(folder: Path, name: str, key: dict, shape: tuple[int, int]) -> tuple[np.ndarray | None, str | None]:
+    """(the cached array, None) when its proof holds; (None, what is wrong) when it does not; (None, None)
+    when nothing is cached under `name`. Call with the folder locked."""
+    npy, proof_file = folder / f"{name}.npy", folder / f"{name}.json"
+    if not npy.is_file():
+        return None, ("its array is missing" if proof_file.is_file() else None)
+    if not proof_file.is_file():
+        return None, "it has no proof (checksum) beside it: written by an older berteval or by a killed write"
+    try:
+        proof = json.loads(proof_file.read_text())
+        data = npy.read_bytes()
+        if proof.get("key") != key or proof.get("name") != name:
+            return None, "its proof names another key"
+        if len(data) != proof["bytes"]:
+            return None, f"it is cut or padded: {len(data):,} bytes, its proof says {proof['bytes']:,}"
+        if hashlib.sha256(data).hexdigest() != proof["sha256"]:
+            return None, "it is corrupted: its sha256 does not match its proof"
+        arr = np.load(io.BytesIO(data), allow_pickle=False)
+    except (OSError, ValueError, KeyError, TypeError, EOFError) as exc:  # unreadable proof or array
+        return None, f"it cannot be read ({type(exc).__name__}: {exc})"
+    if arr.shape != shape or arr.dtype != np.float32 or list(arr.shape) != proof.get("shape"):
+        return None, f"its shape is {arr.shape} {arr.dtype}, expected {shape} float32"
+    return arr, None
+
+
+def _store(folder: Path, name: str, key: dict, arr: np.ndarray) -> None:
+    """Write the array, then its proof (call with the folder locked). A kill between the two leaves an
+    array without a matching proof, which the next read reports and recomputes."""
+    data = _npy_bytes(arr)
+    (folder / f"{name}.json").unlink(missing_ok=True)
+    _write_atomic(folder / f"{name}.npy", data)
+    proof = {"name": name, "key": key, "shape": list(arr.shape), "dtype": str(arr.dtype), "bytes": len(data),
+             "sha256": hashlib.sha256(data).hexdigest()}
+    _write_atomic(folder / f"{name}.json", json.dumps(proof, indent=1).encode())
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, someone else's
+        return True
+    return True
+
+
+def remove_stale_temps(root: Path | None = None) -> list[Path]:
+    """Delete temp files whose writer is gone (killed mid-write): `.<file>.<pid>.tmp` under the feature
+    cache whose pid no longer runs on this machine. Returns what was removed."""
+    root = root if root is not None else cache_dir() / "features"
+    removed = []
+    for tmp in root.glob(f"*/.*{TEMP_SUFFIX}"):
+        pid = tmp.name[: -len(TEMP_SUFFIX)].rsplit(".", 1)[-1]
+        if pid.isdigit() and not _pid_alive(int(pid)):
+            tmp.unlink(missing_ok=True)
+            removed.append(tmp)
+    return removed
 
 
 @dataclass
@@ -55,6 +156,7 @@ class EncodeResult:
     encoded: int  # how many examples this call ran through the encoder (0 on a warm cache)
     wall_s: float  # time spent encoding in this call
     cache_dir: Path
+    repaired: list[str] = field(default_factory=list)  # one line per cache file found bad and recomputed
 
 
 def tokenise(model: LoadedModel, texts: list[Text], max_length: int) -> dict:
@@ -144,24 +246,32 @@ def encode(
         for p in poolings
         if not (pooling_mod.POOLINGS[p].last_layer_only and layer != -1)
     ]
+    key = key_fields(model, data_sha256, max_length, dtype)
     folder = cache_dir() / "features" / feature_key(model, data_sha256, max_length, dtype)
+    width = {p: pooling_mod.POOLINGS[p].width(model.hidden_size) for p in poolings}
     vectors: dict[tuple[str, int], np.ndarray] = {}
+    repaired: list[str] = []
     if use_cache:
-        for p, layer in wanted:
-            f = folder / f"{p}@{layer}.npy"
-            if f.is_file():
-                arr = np.load(f)
-                if arr.shape[0] == len(texts):
+        if stale := remove_stale_temps(folder.parent):
+            log.warning("feature cache: removed %d temp file(s) left by killed writes", len(stale))
+        with _locked(folder):
+            for p, layer in wanted:
+                arr, problem = _check(folder, f"{p}@{layer}", key, (len(texts), width[p]))
+                if arr is not None:
                     vectors[(p, layer)] = arr
+                elif problem:
+                    for suffix in (".npy", ".json"):
+                        (folder / f"{p}@{layer}{suffix}").unlink(missing_ok=True)
+                    repaired.append(f"feature cache: {folder / f'{p}@{layer}.npy'}: {problem}; deleted, recomputing")
+                    log.warning(repaired[-1])
     missing = [k for k in wanted if k not in vectors]
     if not missing:
-        return EncodeResult(vectors, 0, 0.0, folder)
+        return EncodeResult(vectors, 0, 0.0, folder, repaired)
 
     t0 = time.perf_counter()
     miss_poolings = list(dict.fromkeys(p for p, _ in missing))
     miss_layers = list(dict.fromkeys(layer for _, layer in missing))
-    out = {k: np.zeros((len(texts), pooling_mod.POOLINGS[k[0]].width(model.hidden_size)), dtype=np.float32)
-           for k in missing}
+    out = {k: np.zeros((len(texts), width[k[0]]), dtype=np.float32) for k in missing}  # (N, width)
     bar = tqdm(total=len(texts), desc=desc, unit="ex", disable=not progress, leave=False)
     for idx, batch in padded_batches(model, texts, max_length, max_tokens, max_batch):
         pooled = encode_batch(model, batch, miss_poolings, miss_layers, dtype)
@@ -172,13 +282,11 @@ def encode(
     wall = time.perf_counter() - t0
 
     if use_cache:
-        folder.mkdir(parents=True, exist_ok=True)
-        for (p, layer), arr in out.items():
-            tmp = folder / f".{p}@{layer}.{os.getpid()}.npy"
-            np.save(tmp, arr)
-            os.replace(tmp, folder / f"{p}@{layer}.npy")  # atomic: a reader never sees half a file
-        meta = {"model": model.model_id, "revision": model.revision, "data_sha256": data_sha256,
-                "max_length": max_length, "dtype": dtype, "n": len(texts), "last_encode_wall_s": round(wall, 3)}
-        (folder / "meta.json").write_text(json.dumps(meta, indent=1))
+        with _locked(folder):
+            for (p, layer), arr in out.items():
+                _store(folder, f"{p}@{layer}", key, arr)
+            meta = {"model": model.model_id, "revision": model.revision, "data_sha256": data_sha256,
+                    "max_length": max_length, "dtype": dtype, "n": len(texts), "last_encode_wall_s": round(wall, 3)}
+            _write_atomic(folder / "meta.json", json.dumps(meta, indent=1).encode())
     vectors.update(out)
-    return EncodeResult(vectors, len(texts), wall, folder)
+    return EncodeResult(vectors, len(texts), wall, folder, repaired)

@@ -158,7 +158,8 @@ def _parse_line(blob: bytes, last: bool) -> tuple[RunRecord | None, str | None]:
     try:
         obj = json.loads(line)
     except json.JSONDecodeError as exc:
-        return None, f"not valid JSON: {exc.msg} at column {exc.colno}"
+        # Some of json's messages already end in "at" ("Invalid control character at"): one "at", not two.
+        return None, f"not valid JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}"
     errors = validate(obj)
     if errors:
         return None, "; ".join(errors)

@@ -142,8 +142,10 @@ def _store(ctx: Run, cell: Cell, rid: str, result: CellResult, wall_s: float) ->
         config["head_file"] = store.save_head(task, rid, result.head)
     rec = new_record(ctx, cell, rid, result, config, wall_s, predictions_file)
     rec.paired_tests = store.paired_tests(rec, result.correct)
-    store.append(rec)
-    ctx.report.written.append(rec)
+    if store.append(rec):
+        ctx.report.written.append(rec)
+    else:  # another process into the same folder wrote this run id meanwhile (or this is not rank 0)
+        ctx.report.skipped.append(rid)
 
 
 def new_record(ctx: Run, cell: Cell, rid: str, result: CellResult, config: dict, wall_s: float,

@@ -25,7 +25,6 @@ from typing import Any
 
 import numpy as np
 
-from . import stats
 from .config import results_root
 from .records import Problem, RunRecord, read_records
 
@@ -140,6 +139,8 @@ class Store:
         a parallel process pair too), on the same eval examples."""
         if correct is None:
             return []
+        from . import stats  # scipy: seconds to import, needed by paired tests only
+
         tests = []
         for peer in self.read(record.task)[0]:
             if peer.group_key() != record.group_key() or peer.run_id == record.run_id:
@@ -165,6 +166,8 @@ class Store:
                   and r.config.get(artifact) and (self.root / r.config[artifact]).exists()]
         if not usable:
             return None
+        from . import stats
+
         groups: dict[tuple, list[RunRecord]] = {}
         for r in usable:
             groups.setdefault((r.pooling, r.layer, r.data_sha256, r.n_train, r.dtype), []).append(r)

@@ -16,16 +16,15 @@ import hashlib
 import importlib.metadata
 import importlib.resources
 import re
-import socket
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlparse
 
 import torch
 from transformers import AutoConfig, AutoModel, AutoModelForNextSentencePrediction, AutoTokenizer
 from transformers.utils import logging as hf_logging
 from transformers.models.auto.modeling_auto import MODEL_FOR_NEXT_SENTENCE_PREDICTION_MAPPING_NAMES
 
+from .. import hub
 from ..errors import BertevalError
 from . import derived
 
@@ -132,16 +131,7 @@ def default_model_path() -> Path:
 
 def _hub_reachable(timeout: float = 3.0) -> bool:
     """A cheap TCP probe, so an offline machine fails in seconds, not after the hub client's retries."""
-    from huggingface_hub import constants
-
-    if constants.HF_HUB_OFFLINE:
-        return False
-    host = urlparse(constants.ENDPOINT).hostname or "huggingface.co"
-    try:
-        with socket.create_connection((host, 443), timeout=timeout):
-            return True
-    except OSError:
-        return False
+    return hub.reachable(timeout)
 
 
 def _content_revision(folder: Path) -> str:

@@ -86,9 +86,22 @@ def hub_dataset(hub_id: str, config: str | None, local_files: str):
     """A hub dataset through `datasets`, or an error that names the offline way (`local_files`)."""
     import datasets  # heavy; only tasks that load data pay for it
 
+    from .. import hub
+
     name = f"{hub_id}/{config}" if config else hub_id
+    load = lambda: datasets.load_dataset(hub_id, config) if config else datasets.load_dataset(hub_id)  # noqa: E731
+    if not hub.reachable():
+        try:
+            with hub.offline():  # the local datasets cache only: at once, not after the client's retries
+                return load()
+        except Exception as exc:  # noqa: BLE001: not cached (datasets raises several types)
+            raise BertevalError(
+                f"cannot read {name}: the Hugging Face Hub is not reachable from here (offline, or HF_HUB_OFFLINE=1) "
+                f"and {name} is not in the local datasets cache. Pass --data-dir with a folder holding "
+                f"{local_files} (e.g. ../shared/data), or set BERTEVAL_DATA."
+            ) from exc
     try:
-        return datasets.load_dataset(hub_id, config) if config else datasets.load_dataset(hub_id)
+        return load()
     except Exception as exc:  # the hub client raises many types when offline
         raise BertevalError(
             f"cannot read {name} from the hub ({exc.__class__.__name__}). Offline? "
