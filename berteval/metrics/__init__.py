@@ -1,9 +1,14 @@
 """The metrics registry: what a task reports and how each number is computed.
 
 A task names its metrics here (`TaskSpec.metrics`); the regimes compute them through
-`score`, so a task with a new metric is one entry here and one line in its spec. SQuAD's
-exact match and F1 are written from the published definition in `metrics.squad`.
-Torch-free.
+`compute`, which runs the evaluate module each metric names (shipped beside this file and
+loaded by local path, offline: `berteval.metrics.modules`). The definitions themselves are
+berteval's own and torch-free: `accuracy_score` below and SQuAD's exact match and F1 in
+`metrics.squad`, written from the published definitions; the evaluate modules call them,
+so a record computed through evaluate equals one computed directly (tests/test_metrics.py
+checks this on the committed predictions). A task with a new metric is one entry here, one
+evaluate module folder, and one line in its spec. Importing this package is light; only
+`compute` imports evaluate (and with it torch).
 """
 
 from __future__ import annotations
@@ -14,39 +19,60 @@ from typing import Callable
 import numpy as np
 
 
-@dataclass(frozen=True)
-class Metric:
-    name: str
-    description: str
-    fn: Callable[..., float]  # keyword inputs of its family (pred/label, or predictions/golds) -> value
-    greater_is_better: bool = True
-    scale: str = "0-1"  # "0-1" or "0-100": how the leaderboard labels its axis
-
-
-def _accuracy(pred, label) -> float:
+def accuracy_score(pred, label) -> float:
+    """Share of predictions equal to their label."""
     pred, label = np.asarray(pred), np.asarray(label)
     if pred.shape != label.shape or pred.size == 0:
         raise ValueError(f"accuracy needs as many predictions as labels ({pred.shape} vs {label.shape})")
     return float((pred == label).mean())
 
 
-def _squad(key: str) -> Callable[..., float]:
-    def fn(predictions: dict[str, str], golds: dict[str, list[str]]) -> float:
-        from .squad import score
+def _classification_inputs(pred, label) -> dict:
+    return {"predictions": [int(x) for x in pred], "references": [int(x) for x in label]}
 
-        return score(predictions, golds)[key]
 
-    return fn
+def _squad_inputs(predictions: dict[str, str], golds: dict[str, list[str]]) -> dict:
+    # Every gold question counts; a question without a prediction scores 0 (an empty answer).
+    if not golds:
+        raise ValueError("no gold answers to score against")
+    return {"predictions": [predictions.get(qid, "") for qid in golds],
+            "references": [list(answers) for answers in golds.values()]}
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    description: str
+    module: str  # the evaluate module that computes it (a folder of berteval/metrics, see modules.NAMES)
+    inputs: Callable[..., dict]  # keyword inputs of its family (pred/label, or predictions/golds) -> module inputs
+    greater_is_better: bool = True
+    scale: str = "0-1"  # "0-1" or "0-100": how the leaderboard labels its axis
+    key: str = ""  # the module's output key, when it differs from the name
+
+    @property
+    def output(self) -> str:
+        return self.key or self.name
 
 
 METRICS: dict[str, Metric] = {m.name: m for m in (
-    Metric("accuracy", "share of examples classified correctly", _accuracy),
-    Metric("exact_match", "SQuAD v1.1 exact match after normalisation, max over gold answers", _squad("exact_match"),
+    Metric("accuracy", "share of examples classified correctly", "accuracy", _classification_inputs),
+    Metric("exact_match", "SQuAD v1.1 exact match after normalisation, max over gold answers", "squad_v1",
+           _squad_inputs, scale="0-100"),
+    Metric("f1", "SQuAD v1.1 token F1 after normalisation, max over gold answers", "squad_v1", _squad_inputs,
            scale="0-100"),
-    Metric("f1", "SQuAD v1.1 token F1 after normalisation, max over gold answers", _squad("f1"), scale="0-100"),
 )}
 
 
 def compute(names, **inputs) -> dict[str, float]:
-    """{metric: value} for the named metrics on one set of predictions."""
-    return {name: METRICS[name].fn(**inputs) for name in names}
+    """{metric: value} for the named metrics on one set of predictions, each through its evaluate module
+    (a module that reports several metrics, like SQuAD's EM and F1, runs once)."""
+    from . import modules
+
+    out: dict[str, float] = {}
+    results: dict[str, dict] = {}
+    for name in names:
+        metric = METRICS[name]
+        if metric.module not in results:
+            results[metric.module] = modules.load(metric.module).compute(**metric.inputs(**inputs))
+        out[name] = float(results[metric.module][metric.output])
+    return out
