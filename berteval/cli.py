@@ -3,8 +3,8 @@
 Every choice list comes from a registry (tasks, poolings, regimes), so the CLI never
 needs editing when one grows. User mistakes exit 2 with a one-line message that says
 what to do; a traceback means a bug. argparse only: the light verbs (`ls`, `validate`,
-`summary`) import neither torch nor transformers; `run` and `bench` import them when
-they run.
+`summary`, `disagree`, `export`) import neither torch nor transformers; `run` and `bench`
+import them when they run.
 """
 
 from __future__ import annotations
@@ -33,6 +33,8 @@ EXAMPLES = """examples:
   python -m berteval ls
   python -m berteval validate leaderboard/results/*.jsonl
   python -m berteval summary leaderboard/results/sst2.jsonl --markdown
+  python -m berteval disagree --task sst2 --model default --a mean --b cls --seed 0 --data-dir ../shared/data
+  python -m berteval export model-index --model default --out model-index.yaml
   python -m berteval bench --data-dir ../shared/data --json /tmp/bench.json
 """
 
@@ -93,6 +95,13 @@ def _parser() -> argparse.ArgumentParser:
     s = sub.add_parser("summary", help="mean ± std and 95%% interval across seeds, per model x task x pooling x layer")
     s.add_argument("files", nargs="+")
     s.add_argument("--markdown", action="store_true", help="print a Markdown table")
+
+    from .disagree import add_arguments as disagree_arguments  # light: records and predictions only
+    from .export import add_arguments as export_arguments  # light: records only
+
+    disagree_arguments(sub.add_parser("disagree", help="the examples two heads of one run disagree on (the McNemar "
+                                                       "counts, then each example with its text)"))
+    export_arguments(sub.add_parser("export", help="results for a Hugging Face model card (model-index YAML)"))
 
     from .bench import add_arguments as bench_arguments  # light: the bench imports torch when it runs
     from .derive import add_arguments as derive_arguments  # light too: a recipe imports torch when it runs
@@ -219,6 +228,18 @@ def _cmd_derive(args) -> int:
     return command(args)
 
 
+def _cmd_disagree(args) -> int:
+    from .disagree import command
+
+    return command(args)
+
+
+def _cmd_export(args) -> int:
+    from .export import command
+
+    return command(args)
+
+
 def _cmd_bench(args) -> int:
     from .bench import command
 
@@ -226,7 +247,7 @@ def _cmd_bench(args) -> int:
 
 
 COMMANDS = {"run": _cmd_run, "ls": _cmd_ls, "validate": _cmd_validate, "summary": _cmd_summary, "bench": _cmd_bench,
-            "derive": _cmd_derive}
+            "derive": _cmd_derive, "disagree": _cmd_disagree, "export": _cmd_export}
 
 
 def _glue_negative_lists(argv: list[str]) -> list[str]:

@@ -1,5 +1,6 @@
 """Layering rules that keep the library light and the data out of the repository."""
 
+import os
 import subprocess
 import sys
 
@@ -19,16 +20,20 @@ def test_no_shared_data_committed():
 
 
 def test_light_commands_import_neither_torch_nor_transformers(tmp_path):
-    """`ls`, `validate`, `summary` and the leaderboard report answer in a fraction of a second because
-    they never import the deep-learning stack."""
+    """`ls`, `validate`, `summary`, `export`, `disagree` and the leaderboard report answer in a fraction of a
+    second because they never import the deep-learning stack (nor evaluate, which imports it)."""
     code = (
         "import sys\n"
         "from berteval.cli import main\n"
         "import leaderboard.__main__ as board\n"
         "records = 'leaderboard/results/sst2.jsonl'\n"
         "assert main(['ls']) == 0 and main(['validate', records]) == 0 and main(['summary', records]) == 0\n"
+        f"assert main(['export', 'model-index', '--model', 'default', '--out', {str(tmp_path / 'm.yaml')!r}]) == 0\n"
+        "assert main(['disagree', '--task', 'sst2', '--a', 'mean', '--b', 'cls', '--limit', '2']) == 0\n"
         f"assert board.main(['--out', {str(tmp_path / 'r.html')!r}]) == 0\n"
-        "heavy = [m for m in sys.modules if m.split('.')[0] in ('torch', 'transformers', 'sklearn', 'datasets')]\n"
+        "heavy = [m for m in sys.modules if m.split('.')[0] in ('torch', 'transformers', 'sklearn', 'datasets', 'evaluate')]\n"
         "assert not heavy, heavy[:5]\n"
     )
-    subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True, capture_output=True)
+    # Without a data dir: texts (disagree, the report's examples) are what would load `datasets`.
+    env = {k: v for k, v in os.environ.items() if k != "BERTEVAL_DATA"}
+    subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True, capture_output=True, env=env)
