@@ -113,6 +113,12 @@ def _shown(*empty):
     return wrap
 
 
+def _cut(reading) -> str:
+    """A line above the result when the model read only part of the input (empty when it read all of it)."""
+    note = reading.note() if reading is not None else ""
+    return f"✂️ **Cut to fit: {note}.**\n\n" if note else ""
+
+
 # --- Classify -----------------------------------------------------------------------------------------
 
 def _head_line(head: serve.SentimentHead) -> str:
@@ -124,14 +130,15 @@ def _head_line(head: serve.SentimentHead) -> str:
 def classify(model_text: str, sentence: str, pooling: str):
     name = serve.model_name(model_text)
     text = serve.check_text(sentence, "sentence")
-    clf, probs = serve.classify(name, text, HEADS)
+    clf, probs, reading = serve.classify(name, text, HEADS)
     heads = {p: clf.heads[p] for p in probs}
     if pooling not in heads:
         raise BertevalError(f"no committed SST-2 head reads `{pooling}` for {clf.model.model_id}; "
                             f"available: {', '.join(heads) or 'none'}.")
     p = probs[pooling]
-    about = (f"**Head:** logistic-regression probe on `{pooling}` (last layer) of {clf.model.model_id}, trained "
-             f"on {heads[pooling].n_train:,} SST-2 sentences; {_head_line(heads[pooling])}.")
+    about = _cut(reading) + (f"**Head:** logistic-regression probe on `{pooling}` (last layer) of "
+                             f"{clf.model.model_id}, trained on {heads[pooling].n_train:,} SST-2 sentences; "
+                             f"{_head_line(heads[pooling])}.")
     if pooling == "pooler":
         about += f"\n\n**This model's pooler** is {clf.model.heads.pooler_provenance}."
     rows = "\n".join(f"| `{h}` | {probs[h]:.3f} | {'positive' if probs[h] >= 0.5 else 'negative'} | "
@@ -173,7 +180,7 @@ def next_sentence(model_text: str, a: str, b: str):
     first = serve.check_text(a, "sentence")
     second = serve.check_text(b, "sentence")
     head, pred = serve.next_sentence(name, first, second)
-    about = f"**P(IsNext) = {pred.p_is_next:.3f}**, answered by the {pred.source}."
+    about = _cut(pred.reading) + f"**P(IsNext) = {pred.p_is_next:.3f}**, answered by the {pred.source}."
     if head.weight is None:
         about += (f" It reads `pooler_output`, and {head.model.model_id}'s pooler is "
                   f"{head.model.heads.pooler_provenance}.")
@@ -188,7 +195,7 @@ def next_sentence(model_text: str, a: str, b: str):
 
 def _inside_markdown(r) -> str:
     t, h = r.last_hidden_state_shape[1], r.last_hidden_state_shape[-1]
-    lines = [f"**{r.model_id}**, {t} tokens: `{' '.join(r.tokens)}`", "",
+    lines = [_cut(r.reading) + f"**{r.model_id}**, {t} tokens: `{' '.join(r.tokens)}`", "",
              "| output | shape | what it is |", "|---|---|---|",
              f"| `last_hidden_state` | `{r.last_hidden_state_shape}` | one {h}-d vector per token: what span QA "
              f"reads (two logits each) |"]
@@ -365,6 +372,13 @@ def build_demo() -> gr.Blocks:
     return page
 
 
+# How the page is served (`main`, and the tests that serve it in-process). show_error: a request Gradio itself
+# refuses before any handler runs (too few inputs, a value not among a control's choices) carries its reason;
+# without it an API caller got {"error": null}. The handlers catch every error of their own and answer with a
+# message, so what this shows is Gradio's word on the request, never a traceback.
+LAUNCH = dict(ssr_mode=False, show_error=True, theme=THEME, css=CSS, footer_links=["api", "gradio"])
+
+
 def options(argv: list[str] | None = None) -> argparse.Namespace:
     """--host and --port, defaulting to Gradio's own environment variables (a Space sets them)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -379,8 +393,7 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(TORCH_THREADS)
     for problem in serve.warm(serve.DEFAULT_MODEL):  # load once before the first visitor; say what is missing
         log.warning("not available yet: %s", problem)
-    build_demo().launch(server_name=args.host, server_port=args.port, ssr_mode=False, show_error=False,
-                        theme=THEME, css=CSS, footer_links=["api", "gradio"])
+    build_demo().launch(server_name=args.host, server_port=args.port, **LAUNCH)
 
 
 if __name__ == "__main__":

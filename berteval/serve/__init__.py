@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from .. import models
 from ..errors import BertevalError
 from ..qa import inference as qa_inference
-from . import inside, nsp, qa, sentiment
+from . import inside, nsp, qa, reading, sentiment
 
 DEFAULT_MODEL = models.DEFAULT
 # Input limits in characters. Beyond the model's max length text is truncated (or, for a
@@ -28,6 +28,7 @@ LIMITS = {"sentence": 1000, "question": 500, "context": 10000, "model": 200}
 
 SentimentHead = sentiment.SentimentHead
 InsideReport = inside.InsideReport
+Reading = reading.Reading
 
 
 def check_text(text: str | None, field: str, required: bool = True) -> str:
@@ -64,11 +65,13 @@ def classifier(name: str = models.DEFAULT) -> Classifier:
     return Classifier(loaded, sentiment.committed_heads(loaded))
 
 
-def classify(name: str, text: str, poolings) -> tuple[Classifier, dict[str, float]]:
-    """P(positive) of one sentence under each committed head reading one of `poolings` (one forward pass)."""
+def classify(name: str, text: str, poolings) -> tuple[Classifier, dict[str, float], reading.Reading]:
+    """P(positive) of one sentence under each committed head reading one of `poolings` (one forward pass),
+    and how much of the sentence that pass read."""
     clf = classifier(name)
     heads = {p: clf.heads[p] for p in poolings if p in clf.heads}
-    return clf, sentiment.p_positive(clf.model, heads, text)
+    read = reading.measure(clf.model.tokenizer, text, sentiment.max_length(heads or clf.heads))
+    return clf, sentiment.p_positive(clf.model, heads, text), read
 
 
 @functools.lru_cache(maxsize=4)

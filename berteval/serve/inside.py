@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import torch
 
 from .. import models, pooling
+from .reading import Reading, measure
 
 
 @dataclass
@@ -27,6 +28,7 @@ class InsideReport:
     cosine: dict[tuple[str, str], float] = field(default_factory=dict)  # over the pairs of cls/pooler/mean
     norms: dict[str, float] = field(default_factory=dict)  # L2 norm of each vector
     pooler_provenance: str = ""
+    reading: Reading | None = None  # how much of the input was read (cut at max_length)
 
 
 def _cos(a: torch.Tensor, b: torch.Tensor) -> float:
@@ -63,4 +65,5 @@ def look_inside(model: models.LoadedModel, text: str, max_length: int = 128) -> 
         cosine=cosine,
         norms={n: float(v.norm()) for n, v in vectors.items()},
         pooler_provenance=model.heads.pooler_provenance,
+        reading=measure(model.tokenizer, text, max_length),
     )

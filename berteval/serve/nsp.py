@@ -19,6 +19,7 @@ from ..heads.nsp import PAIR_MAX_LENGTH, pretrained_proba
 from ..pairs import IS_NEXT, LABELS, NOT_NEXT
 from ..store import Store
 from ..tasks import get
+from .reading import Reading, measure
 
 PRETRAINED_SOURCE = "pretrained NSP head"
 
@@ -28,6 +29,7 @@ class NSPPrediction:
     p_is_next: float  # probability that B follows A
     label: str  # "IsNext" or "NotNext"
     source: str  # which head answered, in words a user reads
+    reading: Reading | None = None  # how much of the pair the head read (pairs past max_length are cut)
 
 
 @dataclass
@@ -80,4 +82,5 @@ def predict_is_next(head: DemoHead, a: str, b: str) -> NSPPrediction:
                               max_length=head.max_length, use_cache=False, progress=False).vectors
         logit = float((vec[(head.pooling, head.layer)] @ head.weight.T + head.bias)[0, 0])  # class 1 = NotNext
         p_is_next = float(1.0 - 1.0 / (1.0 + np.exp(-logit)))
-    return NSPPrediction(p_is_next, LABELS[IS_NEXT] if p_is_next >= 0.5 else LABELS[NOT_NEXT], head.source)
+    return NSPPrediction(p_is_next, LABELS[IS_NEXT] if p_is_next >= 0.5 else LABELS[NOT_NEXT], head.source,
+                         measure(head.model.tokenizer, (a, b), head.max_length))

@@ -61,13 +61,17 @@ def committed_heads(model: models.LoadedModel, store: Store | None = None) -> di
     return heads
 
 
+def max_length(heads: dict[str, SentimentHead]) -> int:
+    """The tokens one forward pass reads for all the heads: the longest any of them was trained with."""
+    return max(h.max_length for h in heads.values())
+
+
 def p_positive(model: models.LoadedModel, heads: dict[str, SentimentHead], text: str) -> dict[str, float]:
     """{pooling: P(positive)} for one sentence under every head, from one forward pass."""
     if not heads:
         return {}
-    max_length = max(h.max_length for h in heads.values())
     vecs = features.encode(model, [text], data_sha256="live", poolings=list(heads), layers=[-1],
-                           max_length=max_length, use_cache=False, progress=False).vectors
+                           max_length=max_length(heads), use_cache=False, progress=False).vectors
     out = {}
     for name, head in heads.items():
         logit = float((vecs[(name, -1)] @ head.weight.T + head.bias)[0, 0])  # (1, W) @ (W, 1)

@@ -1,0 +1,58 @@
+"""How much of an input the model read, so the page can say when it cut one.
+
+Every encoder reads at most `max_length` tokens (128 for the app's heads); longer input is
+truncated silently by the tokenizer, so a 900-character review ending "terrible" and the
+same review ending "wonderful" got the identical P(negative). Each live answer now carries
+a `Reading`: tokens read, tokens in the whole input, and for a sentence pair what each
+sentence lost (pairs are cut longest-first, from the end of the longer sentence), which
+the page shows as one line ("read the first 128 of 212 tokens").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Reading:
+    read: int  # tokens the model read, [CLS] and [SEP] included
+    total: int  # tokens of the whole input, the same special tokens included
+    max_length: int  # the limit the input was cut to
+    lost: tuple[int, ...] = ()  # pairs only: tokens cut from the end of sentence A and of sentence B
+
+    @property
+    def truncated(self) -> bool:
+        return self.read < self.total
+
+    def note(self) -> str:
+        """One line for the page; empty when the whole input was read."""
+        if not self.truncated:
+            return ""
+        if not self.lost:
+            return (f"read the first {self.read} of {self.total} tokens (the limit is {self.max_length}); "
+                    f"the last {self.total - self.read} were not read")
+        cut = [f"the last {n} of sentence {name}" for name, n in zip("AB", self.lost) if n]
+        return (f"read {self.read} of {self.total} tokens (the limit is {self.max_length}); "
+                f"not read: {' and '.join(cut)}")
+
+
+def measure(tokenizer, text: str | tuple[str, str], max_length: int) -> Reading:
+    """The Reading of one input (a sentence, or a pair read as [CLS] A [SEP] B [SEP]) under the truncation
+    berteval's encoders use (`features.tokenise`: plain for a sentence, longest-first for a pair)."""
+    if isinstance(text, tuple):
+        whole = tokenizer(*text, verbose=False)
+        kept = tokenizer(*text, truncation="longest_first", max_length=max_length, verbose=False)
+        lost = tuple(_segment_lengths(whole)[i] - _segment_lengths(kept)[i] for i in (0, 1))
+        return Reading(len(kept["input_ids"]), len(whole["input_ids"]), max_length, lost)
+    whole = tokenizer(text, verbose=False)
+    kept = tokenizer(text, truncation=True, max_length=max_length, verbose=False)
+    return Reading(len(kept["input_ids"]), len(whole["input_ids"]), max_length)
+
+
+def _segment_lengths(enc) -> tuple[int, int]:
+    """Tokens of sentence A and of sentence B in an encoded pair, special tokens not counted."""
+    ids = enc.sequence_ids() if getattr(enc, "encodings", None) else None  # fast tokenizers know each token's side
+    if ids is None:  # slow tokenizers: BERT's token types ([CLS] A [SEP] are 0, B [SEP] are 1)
+        types = enc["token_type_ids"]
+        return types.count(0) - 2, types.count(1) - 1
+    return ids.count(0), ids.count(1)
