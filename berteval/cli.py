@@ -81,6 +81,9 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--epochs", type=float, default=None, help="trained heads: epochs (default per regime)")
     r.add_argument("--lr", type=float, default=None, help="trained heads: peak learning rate")
     r.add_argument("--batch-size", type=int, default=None, help="trained heads: batch size")
+    r.add_argument("--folds", type=int, default=None,
+                   help="SQuAD fine-tunes: k-fold cross-validation by dev article (train + the other folds' dev "
+                        "articles -> each fold's held-out articles), then a head trained on every question")
     r.add_argument("--limit-eval", type=int, default=None,
                    help="score the first N eval examples only (a quick look, never a leaderboard row)")
     r.add_argument("--dtype", default="fp32", choices=["fp32", "bf16"], help="encoder compute dtype")
@@ -142,6 +145,7 @@ def _cmd_run(args) -> int:
         epochs=args.epochs,
         lr=args.lr,
         batch_size=args.batch_size,
+        folds=args.folds,
     )
     if spec.data_dir is None:
         print(f"no --data-dir or BERTEVAL_DATA: reading {task.hub_source} from the hub", file=sys.stderr)

@@ -51,6 +51,7 @@ class RunSpec:
     epochs: float | None = None
     lr: float | None = None
     batch_size: int | None = None
+    folds: int | None = None  # span QA: k-fold cross-validation by dev article (berteval.qa.kfold)
 
 
 @dataclass
@@ -116,6 +117,10 @@ def parse_seeds(spec: str) -> list[int]:
 def run(spec: RunSpec) -> RunReport:
     provenance.git_commit()  # pin the commit now: the code that runs, whatever changes before it ends
     regime = regimes.get(spec.regime, spec.task)
+    if spec.folds:  # cross-validation wraps the regime: its cells become folds (berteval.qa.kfold)
+        from .qa.kfold import KFold
+
+        regime = KFold(regime, spec.folds)
     ctx = Run(spec)
     done = ctx.store.finished_ids(spec.task.name)
     todo: list[tuple[Cell, str]] = []

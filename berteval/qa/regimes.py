@@ -2,7 +2,9 @@
 - probe: the encoder frozen, only the span head (`Linear(hidden, 2)`) trained, on hidden
   states computed once;
 - finetune: LoRA adapters on every encoder linear layer (peft) plus the span head,
-  trained together; the adapter is small enough to commit and is what the app loads;
+  trained together; the adapter is small enough to commit and is what the app loads
+  (`finetune-lora-plus` and `finetune-full` are the same loop with another recipe,
+  `berteval.qa.recipes`: which weights move and what is saved);
 - pretrained: a checkpoint's own trained QA head, no training (refused without one).
 Training reads the training questions available (offline: the 3,939-question subset,
 said in every record); evaluation runs every dev question through its windows and
@@ -18,15 +20,11 @@ from typing import Any
 from .. import records
 from ..tasks.base import Split, limit_split
 from ..regimes.base import Cell, CellRegime, CellResult
-from . import DEFAULTS, QASettings
+from . import DEFAULTS, QASettings, recipes
 
 SPAN = "span"  # what the head reads, in the record's pooling field: every token
-LORA = {"r": 16, "lora_alpha": 32, "lora_dropout": 0.0,  # dropout on the LoRA input doubled step time on CPU
-        # every linear layer of every encoder block: attention q/k/v/output and the feed-forward pair
-        "target_modules": r".*encoder\.layer\.\d+\.(attention\.self\.(query|key|value)|attention\.output\.dense|"
-                          r"intermediate\.dense|output\.dense)"}
-TRAIN_DEFAULTS = {"probe": {"epochs": 3.0, "lr": 5e-3, "batch_size": 32},
-                  "finetune": {"epochs": 2.0, "lr": 5e-4, "batch_size": 32}}
+LORA = recipes.LORA.lora  # the committed adapter's LoRA settings (the `lora` recipe)
+TRAIN_DEFAULTS = {"probe": {"epochs": 3.0, "lr": 5e-3, "batch_size": 32}}
 
 
 def settings(run) -> QASettings:
@@ -59,8 +57,11 @@ class _SpanRegime(CellRegime):
         dev = run.eval_split()
         return train, dev, run.task.subset(run.data, train, dev)
 
+    def train_defaults(self, run) -> dict:
+        return TRAIN_DEFAULTS[run.spec.regime]
+
     def hyperparameters(self, run) -> dict:
-        return {**TRAIN_DEFAULTS[run.spec.regime], **{k: v for k, v in {"epochs": run.spec.epochs, "lr": run.spec.lr,
+        return {**self.train_defaults(run), **{k: v for k, v in {"epochs": run.spec.epochs, "lr": run.spec.lr,
                                                                         "batch_size": run.spec.batch_size}.items()
                                                       if v is not None}}
 
@@ -174,34 +175,47 @@ class SpanProbe(_SpanRegime):
 
 
 class SpanFinetune(_SpanRegime):
-    def describe(self) -> dict:
-        return {"trained": "LoRA adapters on every encoder linear layer + span head",
-                "lora": {k: v for k, v in LORA.items() if k != "target_modules"}}
+    """Encoder and span head trained together; the recipe (`berteval.qa.recipes`) says which weights move
+    and what is saved: LoRA (the `finetune` regime), LoRA plus biases and LayerNorms, or every weight."""
 
-    def fit_predict(self, prep: _Prepared, cell: Cell, run_id: str) -> CellResult:
+    def __init__(self, recipe: recipes.Recipe = recipes.LORA):
+        self.recipe = recipe
+
+    def describe(self) -> dict:
+        return self.recipe.describe()
+
+    def train_defaults(self, run) -> dict:
+        return self.recipe.defaults
+
+    def fit(self, prep: _Prepared, cell: Cell, run_id: str, save: bool = True) -> tuple:
+        """Train one seed on `prep`'s windows and save the recipe's artifact (when `save` and it keeps one):
+        (the trained model, ready to predict; config entries; training wall seconds; checkpoint cleanup)."""
         import torch
-        from peft import LoraConfig, get_peft_model
 
         from .. import training
         from .heads import WindowSet, qa_loss, window_collate
-        from .inference import head_model, save_adapter
+        from .inference import head_model
 
         run = prep.run
         torch.manual_seed(cell.seed)  # LoRA's and the head's initialisation
-        lcfg = LoraConfig(r=LORA["r"], lora_alpha=LORA["lora_alpha"], lora_dropout=LORA["lora_dropout"],
-                          target_modules=LORA["target_modules"], modules_to_save=["qa_outputs"])
-        model = get_peft_model(head_model(run.model), lcfg)
+        model = self.recipe.build(head_model(run.model))
         res, cfg, config = self.train(prep, cell, run_id, model, WindowSet(prep.windows),
                                       window_collate(run.model.tokenizer, prep.windows), qa_loss)
         trained = getattr(model, "module", model)
         adapter_rel = run.store.adapter_dir(run.task.name, run_id)
-        save_adapter(trained, run.store.root / adapter_rel,
-                     {"base_model_arg": run.spec.model, "base_model": run.model.model_id,
-                      "base_revision": run.model.revision, "run_id": run_id, "lora": LORA,
-                      "summary": f"{run.model.model_id}, {len(prep.train)} train questions, seed {cell.seed}"})
-        config["adapter_dir"] = adapter_rel
-        result = self.evaluate(prep, trained.merge_and_unload(), run_id, config, res.wall_s, len(prep.train))
-        result.cleanup = lambda: training.clear_checkpoint(cfg)
+        info = {"base_model_arg": run.spec.model, "base_model": run.model.model_id, "base_revision": run.model.revision,
+                "run_id": run_id, "lora": self.recipe.lora,
+                "summary": f"{run.model.model_id}, {len(prep.train)} train questions, seed {cell.seed}"}
+        if save and self.recipe.save(trained, run.store.root / adapter_rel, info):
+            config["adapter_dir"] = adapter_rel
+        elif not self.recipe.committable:
+            config["artifact"] = f"none: the {self.recipe.name} recipe's weights are too large to commit"
+        return self.recipe.for_eval(trained), config, res.wall_s, lambda: training.clear_checkpoint(cfg)
+
+    def fit_predict(self, prep: _Prepared, cell: Cell, run_id: str) -> CellResult:
+        model, config, train_wall, cleanup = self.fit(prep, cell, run_id)
+        result = self.evaluate(prep, model, run_id, config, train_wall, len(prep.train))
+        result.cleanup = cleanup
         return result
 
 

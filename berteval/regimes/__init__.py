@@ -10,10 +10,11 @@ libraries when they run).
 from __future__ import annotations
 
 from ..errors import BertevalError
-from . import finetune, pretrained, probe
+from . import finetune, finetune_full, finetune_lora_plus, pretrained, probe
 from .base import Cell, CellRegime, CellResult, Regime
 
-REGIMES: dict[str, Regime] = {m.REGIME.name: m.REGIME for m in (probe, finetune, pretrained)}
+REGIMES: dict[str, Regime] = {m.REGIME.name: m.REGIME
+                              for m in (probe, finetune, pretrained, finetune_lora_plus, finetune_full)}
 
 
 def supported(task) -> list[str]:
