@@ -242,11 +242,25 @@ def _csv_file(text: str) -> str:
     return str(path)
 
 
+def _count_line(v: dict, search: str | None) -> str:
+    """What the table shows, in words: its rows and the records behind them, and what a search left out (the
+    search narrows the table only; the figures keep every record the filters match)."""
+    rows, matched = len(v["table"]), v["n_records"]
+    behind = int(v["table"]["n_seeds"].sum()) if rows else 0  # each row aggregates its seeds' records
+    if not matched:
+        return "No rows shown: no records match these filters."
+    if search and behind < matched:
+        found = (f"{rows} rows shown, those matching the search “{search}” ({behind} records)" if rows else
+                 f"No rows shown: nothing matches the search “{search}”")
+        return f"{found}; {matched} records match the filters, and the figures show all of them."
+    return f"{rows} rows shown, one per setup: {matched} records match the filters, aggregated over seeds."
+
+
 @_shown("", EMPTY_TABLE, None, *(None for _ in FIGURES))
 def board(model, task, pooling, regime, search):
     v = leaderboard.views(model=_filter(model), task=_filter(task), pooling=_filter(pooling),
                           regime=_filter(regime), search=search or None)
-    summary = f"{v['n_records']} records match; {len(v['table'])} rows (one per setup, aggregated over seeds)."
+    summary = _count_line(v, search)
     if v["problems"]:
         summary += "\n\nSkipped bad record lines: " + "; ".join(f"`{p}`" for p in v["problems"][:5])
     shown = v["table"][TABLE_SHOWN].round({"ci95_low": 4, "ci95_high": 4})
