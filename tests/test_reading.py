@@ -30,7 +30,11 @@ def test_a_long_sentence_says_how_much_was_read(tok):
     r = reading.measure(tok, LONG, 16)
     total = len(tok(LONG)["input_ids"])
     assert r.read == 16 and r.total == total > 16
-    assert r.note().startswith(f"read the first 16 of {total} tokens") and f"the last {total - 16}" in r.note()
+    assert r.note().startswith(f"read the first 16 of {total} tokens (the limit)")
+    assert r.note().endswith(f"the last {total - 16} tokens were not read")
+    if r.chars:  # a fast tokenizer also says where in the text the reading stopped
+        read_text = LONG[: r.chars[0]]
+        assert r.chars[1] == len(LONG) and len(tok(read_text)["input_ids"]) == 16
 
 
 def test_a_long_pair_says_which_sentence_lost_what(tok):
@@ -38,7 +42,7 @@ def test_a_long_pair_says_which_sentence_lost_what(tok):
     words_a = len(tok(LONG, add_special_tokens=False)["input_ids"])
     # longest-first: only the long sentence A is cut; [CLS] A [SEP] good movie [SEP] = 24 tokens
     assert r.read == 24 and r.total == words_a + 2 + 3 and r.lost == (words_a - 19, 0)
-    assert r.note() == f"read 24 of {r.total} tokens (the limit is 24); not read: the last {words_a - 19} of sentence A"
+    assert r.note() == f"read 24 of {r.total} tokens (the limit); not read: the last {words_a - 19} tokens of sentence A"
     both = reading.measure(tok, (LONG, LONG), 24)
     assert all(n > 0 for n in both.lost) and "sentence A and the last" in both.note()
     assert reading.measure(tok, ("good", "movie"), 24).note() == ""

@@ -19,6 +19,7 @@ class Reading:
     total: int  # tokens of the whole input, the same special tokens included
     max_length: int  # the limit the input was cut to
     lost: tuple[int, ...] = ()  # pairs only: tokens cut from the end of sentence A and of sentence B
+    chars: tuple[int, int] | None = None  # a cut sentence: (characters read, characters in all), where known
 
     @property
     def truncated(self) -> bool:
@@ -29,11 +30,11 @@ class Reading:
         if not self.truncated:
             return ""
         if not self.lost:
-            return (f"read the first {self.read} of {self.total} tokens (the limit is {self.max_length}); "
-                    f"the last {self.total - self.read} were not read")
-        cut = [f"the last {n} of sentence {name}" for name, n in zip("AB", self.lost) if n]
-        return (f"read {self.read} of {self.total} tokens (the limit is {self.max_length}); "
-                f"not read: {' and '.join(cut)}")
+            where = f", up to character {self.chars[0]:,} of {self.chars[1]:,}" if self.chars else ""
+            return (f"read the first {self.read} of {self.total} tokens (the limit){where}; "
+                    f"the last {self.total - self.read} tokens were not read")
+        cut = [f"the last {n} tokens of sentence {name}" for name, n in zip("AB", self.lost) if n]
+        return f"read {self.read} of {self.total} tokens (the limit); not read: {' and '.join(cut)}"
 
 
 def measure(tokenizer, text: str | tuple[str, str], max_length: int) -> Reading:
@@ -45,8 +46,12 @@ def measure(tokenizer, text: str | tuple[str, str], max_length: int) -> Reading:
         lost = tuple(_segment_lengths(whole)[i] - _segment_lengths(kept)[i] for i in (0, 1))
         return Reading(len(kept["input_ids"]), len(whole["input_ids"]), max_length, lost)
     whole = tokenizer(text, verbose=False)
-    kept = tokenizer(text, truncation=True, max_length=max_length, verbose=False)
-    return Reading(len(kept["input_ids"]), len(whole["input_ids"]), max_length)
+    kept = tokenizer(text, truncation=True, max_length=max_length, verbose=False,
+                     return_offsets_mapping=bool(getattr(tokenizer, "is_fast", False)))
+    chars = None
+    if "offset_mapping" in kept and len(kept["input_ids"]) < len(whole["input_ids"]):
+        chars = (max(end for _, end in kept["offset_mapping"]), len(text))  # where the last token read ends
+    return Reading(len(kept["input_ids"]), len(whole["input_ids"]), max_length, chars=chars)
 
 
 def _segment_lengths(enc) -> tuple[int, int]:
