@@ -10,29 +10,42 @@ from __future__ import annotations
 import os
 from typing import Iterable
 
-from . import data, figures, table
+from . import bands, compare, data, disagreements, figures, findings, references, table
 
 
 def views(model=None, task=None, pooling=None, regime=None, search: str | None = None,
-          paths: Iterable[str | os.PathLike] | None = None) -> dict:
+          paths: Iterable[str | os.PathLike] | None = None, repo: str | None = None) -> dict:
     """Figures and table for the current filters.
 
     Filters take None/'all' (any), one value or a list; `paths` defaults to the committed
-    results. Returns {"ablation", "layers", "heatmap", "significance": go.Figure,
-    "table": DataFrame, "csv": str, "choices": {filter: values}, "problems": [str],
-    "n_records": int}. Never raises on bad data: problems are listed and figures say what is missing.
+    results (or $BERTEVAL_RESULTS_REPO's snapshot, see data.load). Returns {"ablation", "layers",
+    "heatmap", "significance", "models", "pooler_effect": go.Figure, "findings": Markdown (one
+    generated sentence per task, model and regime), "references": DataFrame (published numbers,
+    never ranked), "table": DataFrame (with rank band, reproduce command and record ids), "frame":
+    the unfiltered records frame, "csv": str, "choices": {filter: values}, "problems": [str],
+    "n_records": int, "estimates": the k-fold records (split "validation, k-fold by article"), left out of
+    everything else}. Never raises on bad data: problems are listed and figures say what is missing.
     """
-    df, problems = data.load(paths)
+    df, problems = data.load(paths, repo=repo)
+    apart = data.estimates(df)  # k-fold estimates: shown apart, never ranked with official-dev records
+    df = df[~data.is_estimate(df)]
     rows = data.filter_records(df, model=model, task=task, pooling=pooling, regime=regime)
-    tab = table.leaderboard_table(rows, search=search)
+    band_frame = bands.rank_bands(df)  # from every record: a filter never changes a band
+    tab = table.leaderboard_table(rows, search=search, band_frame=band_frame)
     return {
-        **figures.all_figures(rows),
+        **figures.all_figures(rows, band_frame),
+        "models": compare.model_pooling_figure(rows),
+        "pooler_effect": compare.pooler_effect_figure(rows),
+        "findings": findings.as_markdown(findings.findings(rows)),
+        "references": references.table(task, regime),
+        "frame": df,
         "table": tab,
         "csv": table.to_csv(tab),
         "choices": table.choices(df),  # from all records, so a filter never hides its own options
         "problems": [str(p) for p in problems],
+        "estimates": apart,
         "n_records": len(rows),
     }
 
 
-__all__ = ["views", "data", "figures", "table"]
+__all__ = ["views", "bands", "compare", "data", "disagreements", "figures", "findings", "references", "table"]

@@ -20,8 +20,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("files", nargs="*", help="record files (.jsonl) or folders of them; default leaderboard/results/")
     ap.add_argument("--out", default="report.html", help="HTML file to write (default %(default)s)")
     ap.add_argument("--title", default="berteval leaderboard", help="page title")
+    ap.add_argument("--repo", default=None,
+                    help="read the records from this Hugging Face dataset repo (owner/name[@revision]) where the hub "
+                         "is reachable (default $BERTEVAL_RESULTS_REPO; else leaderboard/results)")
+    ap.add_argument("--data-dir", default=None,
+                    help="data folder, to show the text of each disagreeing example (default $BERTEVAL_DATA)")
     args = ap.parse_args(argv)
-    out, df, problems = write_report(args.out, args.files or None, args.title)
+    out, df, problems = write_report(args.out, args.files or None, args.title, repo=args.repo,
+                                     data_dir=args.data_dir)
     for p in problems:
         print(f"skipped {p}", file=sys.stderr)
     size = out.stat().st_size

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import math
 import os
+from collections import Counter
 from pathlib import Path
 from typing import Iterable
 
 import pandas as pd
 
+from berteval import lookup
 from berteval.config import DEFAULT_RESULTS, results_root
 from berteval.pooling import POOLINGS
 from berteval.records import Problem, RunRecord, read_records
@@ -35,10 +37,10 @@ COLUMNS = [
     "run_id", "model", "model_revision", "task", "task_version", "split", "pooling", "regime", "layer",
     "layer_label", "seed", "main_metric", "value", "n_train", "n_eval", "data_sha256", "data_short", "dtype",
     "device", "wall_s", "git_commit", "git_short", "command", "versions", "timestamp", "file",
-    "pooler_provenance", "metrics", "paired_tests",
+    "pooler_provenance", "metrics", "paired_tests", "reproduce",
 ]
 AGG_COLUMNS = [*CELL, "layer_label", *SETUP, "mean", "std", "n_seeds", "seeds", "ci95_low", "ci95_high",
-               "ci95_half", "n_eval", "git_commits"]
+               "ci95_half", "n_eval", "git_commits", "run_ids", "reproduce"]
 
 
 def record_files(paths: Iterable[str | os.PathLike] | None = None) -> list[Path]:
@@ -78,6 +80,7 @@ def _row(rec: RunRecord, file: str) -> dict:
         "device": rec.device, "wall_s": float(rec.wall_s), "git_commit": rec.git_commit,
         "git_short": rec.git_commit[:10], "command": str(rec.config.get("command", "")),
         "versions": _versions_text(rec.versions), "timestamp": rec.timestamp, "file": file,
+        "reproduce": lookup.command(rec),
         # The pooler caveat (e.g. "never trained") matters only where the pooler was read.
         "pooler_provenance": str(rec.config.get("pooler_provenance", "")) if rec.pooling == "pooler" else "",
         "metrics": dict(rec.metrics), "paired_tests": list(rec.paired_tests),
@@ -97,10 +100,44 @@ def frame(rows: list[dict]) -> pd.DataFrame:
     return df[COLUMNS + extra].reset_index(drop=True)
 
 
-def load(paths: Iterable[str | os.PathLike] | None = None) -> tuple[pd.DataFrame, list[Problem]]:
-    """All valid records as one long frame (a row per record), plus every bad line as a Problem."""
+REPO_ENV = "BERTEVAL_RESULTS_REPO"  # a Hugging Face dataset repo holding <task>.jsonl and predictions/ (owner/name[@rev])
+
+
+def snapshot(repo: str) -> Path:
+    """The records of a Hugging Face dataset repository, downloaded (or found in the hub cache): the one
+    function that reaches the hub. `repo` is `owner/name` or `owner/name@revision`; only the record files
+    and their predictions are fetched (leaderboard Spaces keep results in such a repo)."""
+    from huggingface_hub import snapshot_download
+
+    repo_id, _, revision = repo.partition("@")
+    return Path(snapshot_download(repo_id=repo_id, repo_type="dataset", revision=revision or None,
+                                  allow_patterns=["*.jsonl", "predictions/**"]))
+
+
+def default_paths(repo: str | None = None) -> tuple[list[Path], list[Problem]]:
+    """Where records come from when no files are named: the dataset repo (option, else $BERTEVAL_RESULTS_REPO)
+    where the hub is reachable, else the results root; a repo that cannot be read is a Problem, not a failure."""
+    repo = repo or os.environ.get(REPO_ENV) or None
+    if repo:
+        try:
+            return [snapshot(repo)], []
+        except Exception as exc:  # offline, unknown repo, no permission: show the local records and say why
+            local = results_root()
+            return [local], [Problem(repo, 0, f"cannot read the records of dataset repo {repo} "
+                                              f"({type(exc).__name__}: {str(exc)[:200]}); showing {local} instead")]
+    return [results_root()], []
+
+
+def load(paths: Iterable[str | os.PathLike] | None = None,
+         repo: str | None = None) -> tuple[pd.DataFrame, list[Problem]]:
+    """All valid records as one long frame (a row per record), plus every bad line as a Problem.
+
+    With no `paths`: the records of the dataset repo `repo` (or $BERTEVAL_RESULTS_REPO) where one is named,
+    else the results root (see `default_paths`)."""
     rows: list[dict] = []
     problems: list[Problem] = []
+    if paths is None:
+        paths, problems = default_paths(repo)
     # One file at a time so each row knows which file it came from (read_records does not say).
     for path in record_files(paths):
         recs, bad = read_records([path])
@@ -130,6 +167,9 @@ def aggregate(df: pd.DataFrame) -> pd.DataFrame:
             # Student-t intervals are symmetric; one seed has none (NaN, drawn as no bar).
             "ci95_half": (s.ci95_high - s.mean) if not math.isnan(s.ci95_high) else math.nan,
             "n_eval": int(g["n_eval"].max()), "git_commits": _one(g["git_short"]),
+            # What reproduces the row: the distinct commands that wrote its seeds, and every record id.
+            "run_ids": " ".join(g.sort_values("seed")["run_id"]),
+            "reproduce": " ; ".join(dict.fromkeys(c for c in g["reproduce"] if c)),
         })
     return pd.DataFrame(rows, columns=AGG_COLUMNS)
 
@@ -194,3 +234,35 @@ def filter_records(df: pd.DataFrame, **filters) -> pd.DataFrame:
             continue  # an empty multi-select means "no restriction", as in most UIs
         mask &= df[col].astype(str).isin([str(w) for w in wanted])
     return df[mask]
+
+
+def main_setups(df: pd.DataFrame) -> pd.DataFrame:
+    """Only the main setup of each model x task x regime (trained on the most examples, then the most records):
+    what findings, rank bands and paired comparisons read, so a quick `--limit-train` run never competes with a full one."""
+    if df is None or df.empty:
+        return df
+    keys = list(zip(*(df[c].tolist() for c in ("model", "task", "regime"))))
+    setups = list(zip(*(df[c].tolist() for c in SETUP)))
+    best: dict[tuple, tuple] = {}
+    for (key, setup), n in Counter(zip(keys, setups)).items():  # first seen wins a tie: stable
+        rank = (setup[SETUP.index("n_train")], n)
+        if key not in best or rank > best[key][0]:
+            best[key] = (rank, setup)
+    return df[[best[k][1] == s for k, s in zip(keys, setups)]]
+
+
+# k-fold estimates (berteval.qa.kfold: dev questions answered by heads trained on the other dev articles, their
+# split "validation, k-fold by article ...") are not official-dev scores: views() shows them apart and never
+# ranks them with the records scored on the official dev set.
+ESTIMATE_COLUMNS = ["model", "task", "regime", "split", "n_train", "n_eval", "metrics", "wall_s", "run_id"]
+
+
+def is_estimate(df: pd.DataFrame) -> pd.Series:
+    from berteval.qa.kfold import KFOLD_SPLIT
+
+    return df["split"].astype(str).str.startswith(KFOLD_SPLIT)
+
+
+def estimates(df: pd.DataFrame) -> pd.DataFrame:
+    """The k-fold records, one row each (folds and the estimate), in file order."""
+    return df[is_estimate(df)][ESTIMATE_COLUMNS].reset_index(drop=True)

@@ -24,7 +24,7 @@ from plotly.subplots import make_subplots
 
 from berteval.pooling import POOLINGS
 
-from . import data
+from . import bands, data
 
 UNKNOWN_COLOUR = "#8c8c8c"  # poolings outside the registry ("span", "nsp-head"): neutral grey
 # One colour per pooling, shared by every figure. The four first poolings keep the colours readers
@@ -178,17 +178,27 @@ def _hover(row: pd.Series, scale: float) -> str:
           if row["n_seeds"] > 1 else "one seed: no interval")
     return (f"<b>{row['pooling']}</b> · layer {row['layer_label']} · {row['regime']}<br>"
             f"{row['main_metric']} {fmt(row['mean'], scale)} ± {fmt(row['std'], scale)} (std)<br>{ci}<br>"
-            f"{row['n_seeds']} seed(s): {row['seeds']} · n eval {row['n_eval']:,} · n train {row['n_train']:,}")
+            f"{row['n_seeds']} seed(s): {row['seeds']} · n eval {row['n_eval']:,} · n train {row['n_train']:,}"
+            + (f"<br>rank band {int(row['band'])}" if pd.notna(row.get("band", math.nan)) else ""))
 
 
 @fails_soft("Pooling ablation")
-def pooling_ablation(df: pd.DataFrame) -> go.Figure:
-    """Per task and model: the main metric per pooling and regime at the last layer, 95% CI across seeds."""
-    title = "Pooling ablation: main metric per pooling (last layer), mean and 95% CI across seeds"
+def pooling_ablation(df: pd.DataFrame, band_frame: pd.DataFrame | None = None) -> go.Figure:
+    """Per task and model: the main metric per pooling and regime at the last layer, 95% CI across seeds;
+    each head's rank band (bands.py; from `band_frame`, default computed from `df`) written beside it."""
+    title = ("Pooling ablation: main metric per pooling (last layer), mean and 95% CI across seeds<br>"
+             "<sup>b1, b2, ...: rank band (heads in one band are not separated by the paired tests, Holm-corrected)</sup>")
+    full = df
     df, agg, msg = _prepared(df, title, lambda d: d["layer"] == -1,
                              "no last-layer records (layer -1): the per-layer figure shows the others")
     if msg:
         return msg
+    band_frame = bands.rank_bands(full) if band_frame is None else band_frame
+    if not band_frame.empty:
+        agg = agg.merge(band_frame[["model", "task", "regime", "pooling", "layer", "n_train", "dtype", "band"]],
+                        how="left", on=["model", "task", "regime", "pooling", "layer", "n_train", "dtype"])
+    else:
+        agg = agg.assign(band=math.nan)
     keys = sorted(agg.groupby(["task", "model"]).groups)
     fig = _panels([f"{task} · {model}" for task, model in keys])
     for i, (task, model) in enumerate(keys, start=1):
@@ -203,7 +213,9 @@ def pooling_ablation(df: pd.DataFrame) -> go.Figure:
         label = panel["pooling"] + panel["setup"].map(lambda s: f" ({s})" if s else "")
         x = [panel["regime"].tolist(), label.tolist()]
         fig.add_trace(go.Scatter(
-            x=x, y=panel["mean"], mode="markers", name="mean of seeds", showlegend=False, offsetgroup="mean",
+            x=x, y=panel["mean"], mode="markers+text", name="mean of seeds", showlegend=False, offsetgroup="mean",
+            text=[f"b{int(b)}" if pd.notna(b) else "" for b in panel["band"]], textposition="middle left",
+            textfont=dict(size=12, color="#333"),
             marker=dict(symbol="diamond", size=15, color=[colour(p) for p in panel["pooling"]],
                         line=dict(width=1, color="#222")),
             error_y=dict(type="data", array=panel["ci95_half"].fillna(0), visible=True, thickness=2.2,
@@ -401,5 +413,5 @@ FIGURES = {
 }
 
 
-def all_figures(df: pd.DataFrame) -> dict[str, go.Figure]:
-    return {name: fn(df) for name, fn in FIGURES.items()}
+def all_figures(df: pd.DataFrame, band_frame: pd.DataFrame | None = None) -> dict[str, go.Figure]:
+    return {name: (fn(df, band_frame) if name == "ablation" else fn(df)) for name, fn in FIGURES.items()}

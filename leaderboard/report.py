@@ -20,9 +20,10 @@ import pandas as pd
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
+from berteval.lookup import short_name
 from berteval.records import Problem
 
-from . import data, figures, table
+from . import bands, compare, data, disagreements, figures, findings, references, table
 
 # plotly.js 4's modebar has a "share to Plotly Cloud" button; an offline report must not offer an upload.
 PLOT_CONFIG = {"displaylogo": False, "responsive": True, "modeBarButtonsToRemove": ["sendChartToCloud"]}
@@ -40,9 +41,25 @@ CAPTIONS = {
                 "each task row (scales differ between tasks), so compare colours along a row, not down a column."),
     "significance": ("Do the differences hold up?",
                      "McNemar's exact test on the examples two heads disagree on, same seed and same "
-                     "evaluation set, as recorded in each record's paired_tests. p-values are not corrected "
-                     "for multiple comparisons."),
+                     "evaluation set, as recorded in each record's paired_tests. The p-values here are per "
+                     "pair and uncorrected; the rank bands and findings above correct them (Holm)."),
 }
+BANDS_CAPTION = (
+    "Within one model, task and regime, heads the evidence cannot separate share a band; a head's band is 1 + "
+    "the number of heads separated from it and better (band 1: nothing measured beats it). Evidence: the records' "
+    "McNemar tests, seeds combined by the largest p-value (the pair must be separated in every seed, in the same "
+    "direction: the seeds share the evaluation examples, so their tests are not independent), then Holm's "
+    "correction over the pairs of the family (family-wise error 5%, valid under any dependence). Last-layer heads "
+    "form one family (the pooling ablation); heads read from other layers are ranked among every head of their "
+    "group. Without paired tests, non-overlapping 95% intervals separate.")
+MODELS_CAPTION = (
+    "Each task and regime its own panel; one colour per model; diamonds: mean over seeds at the last layer "
+    "(main setup), whiskers: 95% interval across seeds. Grey open stars: published numbers for context, from "
+    "other models and protocols (see the reference table below): never ranked, never in the findings.")
+EFFECT_CAPTION = (
+    "`pooler` minus `cls` per model and regime, paired by seed: the per-seed differences (open circles), their "
+    "mean and 95% Student-t interval, in points. Zero means the pooler adds nothing to the raw [CLS] state; "
+    "an untrained pooler (all-MiniLM-L6-v2's) should sit there, an NSP-trained one is where it can move.")
 
 STYLE = """
 body{font:15px/1.45 Helvetica,Arial,sans-serif;margin:0 auto;max-width:1280px;padding:0 24px 60px;color:#222}
@@ -55,6 +72,12 @@ th{background:#f4f4f4;cursor:pointer;white-space:nowrap;position:sticky;top:0}
 th[data-dir=asc]::after{content:" ▲"}th[data-dir=desc]::after{content:" ▼"}
 td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 td.cmd{font-family:monospace;font-size:12px;white-space:normal;word-break:break-all;min-width:320px;max-width:520px}
+td.ids{font-family:monospace;font-size:12px;white-space:normal;min-width:150px;max-width:160px}
+.findings{background:#f3f8f2;border:1px solid #b9d7b0;padding:6px 18px 6px 30px;margin:14px 0}
+.findings li{margin:6px 0}.findings code,.examples code{background:#e8eee6;padding:0 3px}
+table.examples td{white-space:normal;max-width:700px}
+details{margin:6px 0}summary{cursor:pointer}
+.refs td{white-space:normal;max-width:420px}.refs{border-left:4px solid #9a9a9a}
 tr.sig td{background:#eef5fc}
 .problems{background:#fff4f0;border:1px solid #e8b4a0;padding:8px 14px;margin-top:16px}.problems h2{margin-top:8px}
 input.filter{font-size:14px;padding:4px 8px;width:340px;margin-right:12px}
@@ -165,34 +188,105 @@ def _provenance_html(df: pd.DataFrame) -> str:
                          numeric={"seed", "value", "n_train", "n_eval", "wall_s"}))
 
 
+def _figure_div(fig, name: str) -> str:
+    return pio.to_html(fig, full_html=False, include_plotlyjs=False, config=PLOT_CONFIG, div_id=f"fig-{name}")
+
+
+def _inline_md(text: str) -> str:
+    """A generated sentence's `code` spans as <code>; everything else escaped."""
+    parts = e(text).split("`")
+    return "".join(f"<code>{s}</code>" if i % 2 else s for i, s in enumerate(parts))
+
+
+def _findings_html(df: pd.DataFrame) -> str:
+    items = findings.findings(df)
+    if not items:
+        return "<p>No findings yet: no records with a last-layer head.</p>"
+    return '<ul class="findings">' + "".join(f"<li>{_inline_md(f['sentence'])}</li>" for f in items) + "</ul>"
+
+
+def _bands_html(band_frame: pd.DataFrame) -> str:
+    if band_frame.empty:
+        return "<p>No records.</p>"
+    b = band_frame.assign(head=band_frame["head"].str.replace("@last", "", regex=False),
+                          ranked=["pooling ablation (last layer)" if lay == -1 else "layer ablation (every layer)"
+                                  for lay in band_frame["layer"]],
+                          _f=[0 if lay == -1 else 1 for lay in band_frame["layer"]],
+                          model=band_frame["model"].map(short_name),
+                          evidence=band_frame["basis"].str.replace(r"^paired tests among [a-z\- ]+ \(", "(", regex=True))
+    b = b.sort_values(["task", "model", "regime", "_f", "band", "mean"], ascending=[True, True, True, True, True, False],
+                      kind="stable")
+    b = b[["task", "model", "regime", "ranked", "head", "mean", "band", "n_seeds", "evidence"]]
+    return html_table(b, "bands", numeric={"mean", "band", "n_seeds"},
+                      row_class=lambda r: "sig" if r["band"] == 1 else "")
+
+
+def _models_html(df: pd.DataFrame) -> str:
+    eff = compare.pooler_minus_cls(df)
+    if not eff.empty:
+        eff = eff.assign(model=eff["model"].map(short_name), **{
+            "mean (points)": eff["mean"].round(2),
+            "95% CI (points)": ["n/a (one seed)" if pd.isna(lo) else f"[{lo:+.2f}, {hi:+.2f}]"
+                                for lo, hi in zip(eff["ci95_low"], eff["ci95_high"])]})
+        eff = eff[["model", "task", "regime", "seeds", "differences", "mean (points)", "95% CI (points)"]]
+    refs = references.table()
+    return (f'<p class="caption">{e(MODELS_CAPTION)}</p>'
+            + _figure_div(compare.model_pooling_figure(df), "models")
+            + "<h3>Model × pooling (last layer): mean ± std (seeds)</h3>"
+            + html_table(compare.model_pooling_table(df), "model-pooling", search=False)
+            + f'<h3>Does a trained pooler help? <code>pooler</code> minus <code>cls</code></h3><p class="caption">'
+            + e(EFFECT_CAPTION) + "</p>" + _figure_div(compare.pooler_effect_figure(df), "pooler-effect")
+            + (html_table(eff, "pooler-effect-table", numeric={"mean (points)"}, search=False) if not eff.empty else "")
+            + '<h3 id="references">Published numbers (context, not ranked)</h3><p class="caption">From the papers, '
+            "checked against their text; other models, data and protocols than berteval's, so they sit beside the "
+            "measured rows and are never ranked with them.</p>"
+            + '<div class="refs">' + html_table(refs, "refs", numeric={"published value"}, search=False) + "</div>")
+
+
 def build_html(df: pd.DataFrame, problems: list[Problem], sources: list[str] | None = None,
-               title: str = "berteval leaderboard") -> str:
-    """The whole report as one HTML string (Plotly's JavaScript included)."""
+               title: str = "berteval leaderboard", data_dir=None) -> str:
+    """The whole report as one HTML string (Plotly's JavaScript included). `data_dir` (or $BERTEVAL_DATA) adds
+    each disagreeing example's text."""
     sources = sources if sources is not None else sorted(set(df["file"]))
     now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    figs = figures.all_figures(df)
+    band_frame = bands.rank_bands(df)
+    figs = figures.all_figures(df, band_frame)
     fig_html = []
     for name, fig in figs.items():
         heading, caption = CAPTIONS[name]
-        div = pio.to_html(fig, full_html=False, include_plotlyjs=False, config=PLOT_CONFIG, div_id=f"fig-{name}")
+        div = _figure_div(fig, name)
         fig_html.append(f'<section id="{name}"><h2>{e(heading)}</h2><p class="caption">{e(caption)}</p>{div}</section>')
-    tab = table.leaderboard_table(df)
+    tab = table.leaderboard_table(df, band_frame=band_frame)
     csv_link = ("data:text/csv;charset=utf-8," + urllib.parse.quote(table.to_csv(tab)))
     numeric = {"mean", "std", "ci95_low", "ci95_high", "n_seeds", "n_train", "n_eval"}
     body = [
         f"<h1>{e(title)}</h1>",
         f'<p class="meta">{len(df)} record(s) from {len(sources)} file(s), generated {now}. '
         f"Sources: {', '.join(f'<code>{e(shown_path(s))}</code>' for s in sources) or 'none'}.</p>",
-        '<nav><a href="#ablation">ablation</a><a href="#layers">layers</a><a href="#heatmap">task × pooling</a>'
-        '<a href="#significance">significance</a><a href="#table">table</a><a href="#pairs-section">paired tests</a>'
-        '<a href="#provenance">provenance</a></nav>',
+        '<nav><a href="#findings">findings</a><a href="#bands">rank bands</a><a href="#models">models</a>'
+        '<a href="#ablation">ablation</a><a href="#layers">layers</a><a href="#heatmap">task × pooling</a>'
+        '<a href="#significance">significance</a><a href="#table">table</a><a href="#disagreements">examples</a>'
+        '<a href="#pairs-section">paired tests</a><a href="#provenance">provenance</a></nav>',
         _problems_html(problems),
+        '<section id="findings"><h2>Findings</h2><p class="caption">Written from the records, one sentence per '
+        "task, model and regime: the best last-layer head, then its margin over each other head (mean of the "
+        "per-seed differences with its 95% t-interval, which shows how much the margin moves between seeds, not "
+        "the sampling of the evaluation set) and the paired test as the rank bands read it.</p>"
+        + _findings_html(df) + "</section>",
+        '<section id="bands-section"><h2 id="bands">Rank bands</h2><p class="caption">' + e(BANDS_CAPTION) + "</p>"
+        + _bands_html(band_frame) + "</section>",
+        '<section id="models"><h2>Models side by side</h2>' + _models_html(df) + "</section>",
         *fig_html,
         '<section id="table"><h2>Leaderboard table</h2><p class="caption">One row per model × task × regime × '
         "pooling × layer: mean ± sample std across seeds, 95% Student-t interval, seeds, examples, data "
         "checksum (first 12 hex digits of sha256). Click a header to sort. "
         f'<a download="berteval-leaderboard.csv" href="{csv_link}">Download CSV</a></p>'
-        + html_table(tab, "leaderboard", numeric=numeric) + "</section>",
+        + html_table(tab, "leaderboard", numeric=numeric, classes={"reproduce": "cmd", "run_ids": "ids"}) + "</section>",
+        '<section id="disagreements"><h2>The examples behind the tests</h2><p class="caption">For every pair of '
+        "last-layer heads tested on the same examples (main setup, lowest seed): how many examples each gets "
+        "right that the other gets wrong (the McNemar counts), and the ones where the wrong head was most sure. "
+        "All of them: <code>python -m berteval disagree --task TASK --model MODEL --a HEAD --b HEAD --seed N "
+        "--data-dir ../shared/data</code>.</p>" + disagreements.report_html(df, data_dir) + "</section>",
         '<section id="pairs-section"><h2>Paired tests</h2><p class="caption">Every pair of heads compared on the '
         "same examples and seed; shaded rows: median p &lt; 0.05 (uncorrected).</p>"
         + _pairs_html(df) + "</section>",
@@ -207,11 +301,17 @@ def build_html(df: pd.DataFrame, problems: list[Problem], sources: list[str] | N
 
 
 def write_report(out: str | os.PathLike, paths: Iterable[str | os.PathLike] | None = None,
-                 title: str = "berteval leaderboard") -> tuple[Path, pd.DataFrame, list[Problem]]:
-    """Load the records (committed results by default), write the report, return what it showed."""
+                 title: str = "berteval leaderboard", repo: str | None = None,
+                 data_dir=None) -> tuple[Path, pd.DataFrame, list[Problem]]:
+    """Load the records (the results root by default, or a dataset repo's snapshot), write the report, return
+    what it showed."""
+    fetched: list[Problem] = []
+    if paths is None:
+        paths, fetched = data.default_paths(repo)
     files = data.record_files(paths)
     df, problems = data.load(files)
+    problems = fetched + problems
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(build_html(df, problems, [str(f) for f in files], title), encoding="utf-8")
+    out.write_text(build_html(df, problems, [str(f) for f in files], title, data_dir), encoding="utf-8")
     return out, df, problems

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import data
+from . import bands, data
 
 FILTERS = ("model", "task", "pooling", "regime")
-COLUMNS = ["model", "task", "regime", "pooling", "layer", "main_metric", "mean ± std", "mean", "std",
+COLUMNS = ["model", "task", "regime", "pooling", "layer", "main_metric", "mean ± std", "band", "mean", "std",
            "ci95_low", "ci95_high", "n_seeds", "seeds", "n_train", "n_eval", "data_short", "dtype",
-           "model_revision", "task_version", "git_commits"]
+           "model_revision", "task_version", "git_commits", "reproduce", "run_ids"]
 
 
 def _mean_std(row: pd.Series) -> str:
@@ -29,16 +29,24 @@ def _mean_std(row: pd.Series) -> str:
 
 
 def leaderboard_table(df: pd.DataFrame, model=None, task=None, pooling=None, regime=None, search: str | None = None,
-                      sort_by: str | list[str] | None = None, ascending: bool | list[bool] = True) -> pd.DataFrame:
+                      sort_by: str | list[str] | None = None, ascending: bool | list[bool] = True,
+                      band_frame: pd.DataFrame | None = None) -> pd.DataFrame:
     """The aggregated table of the records in `df` (the long frame), after filters and a text search.
 
     `search` keeps rows where any cell contains every whitespace-separated word (case-insensitive).
     Default order: model, task, regime, then pooling in registry order, layers bottom-up, last layer last.
+    `band` is each row's rank band (bands.py) from `band_frame` (default: computed from `df`; pass the bands of
+    all records so a filter never changes a band); empty for a setup other than its group's main one.
+    `reproduce` is the command that wrote the row's records, `run_ids` their record ids (seed order).
     """
     rows = data.filter_records(df, model=model, task=task, pooling=pooling, regime=regime)
     agg = data.aggregate(rows).rename(columns={"layer_label": "layer_name"})
     if agg.empty:
         return pd.DataFrame(columns=COLUMNS)
+    band_frame = bands.rank_bands(df) if band_frame is None else band_frame
+    agg = agg.merge(_band_keys(band_frame), how="left", on=["model", "task", "regime", "pooling", "layer",
+                                                              "n_train", "dtype"])
+    agg["band"] = agg["band"].map(lambda b: "" if pd.isna(b) else int(b)).astype(object)
     agg["layer"] = agg["layer_name"]
     agg["mean ± std"] = agg.apply(_mean_std, axis=1)
     table = agg[COLUMNS]
@@ -71,3 +79,11 @@ def to_csv(table: pd.DataFrame, path: str | os.PathLike | None = None) -> str:
     if path is not None:
         Path(path).write_text(text, encoding="utf-8")
     return text
+
+
+def _band_keys(band_frame: pd.DataFrame) -> pd.DataFrame:
+    """Bands keyed like the aggregate (bands cover each group's main setup: its n_train and dtype)."""
+    cols = ["model", "task", "regime", "pooling", "layer", "n_train", "dtype", "band"]
+    if band_frame is None or band_frame.empty or "n_train" not in band_frame:
+        return pd.DataFrame(columns=cols)
+    return band_frame[cols]

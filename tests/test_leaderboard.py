@@ -13,6 +13,8 @@ import math
 import re
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -21,7 +23,7 @@ import pytest
 from berteval import records, store
 from berteval.stats import summarise
 from conftest import REPO
-from leaderboard import data, figures, report, table, views
+from leaderboard import bands, compare, data, disagreements, figures, findings, references, report, table, views
 
 MODEL, OTHER = "toy/bert-base", "toy/minilm"
 
@@ -323,8 +325,8 @@ def test_report_is_self_contained_and_names_every_record(tmp_path):
     assert "wrote" in result.stdout and "49 records" in result.stdout
     page = out.read_text()
     assert re.search(r"<script[^>]*\ssrc=", page) is None  # nothing fetched from the network
-    assert "plotly.js v" in page and page.count("Plotly.newPlot") == 4
-    assert page.count('"modeBarButtonsToRemove": ["sendChartToCloud"]') == 4  # no upload button offline
+    assert "plotly.js v" in page and page.count("Plotly.newPlot") == 6  # 4 figures + models + pooler effect
+    assert page.count('"modeBarButtonsToRemove": ["sendChartToCloud"]') == 6  # no upload button offline
     for r in full_records():
         assert r.run_id in page
         for s in (r.model, r.task, r.pooling):
@@ -362,3 +364,170 @@ def test_report_shows_paths_relative_to_where_it_was_built(monkeypatch, tmp_path
     monkeypatch.chdir(REPO)
     assert report.shown_path(str(data.RESULTS_DIR / "sst2.jsonl")) == "leaderboard/results/sst2.jsonl"
     assert report.shown_path(str(tmp_path / "x.jsonl")) == str(tmp_path / "x.jsonl")  # outside: kept whole
+
+
+# -- rank bands, findings, models side by side, references, disagreements, records from a dataset repo ---------
+
+def test_holm_adjusts_in_step_down_order():
+    # m = 4: sorted 0.005, 0.01, 0.03, 0.04 -> x4, x3, x2, x1, made monotone.
+    assert bands.holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert bands.holm([0.5, 0.9]) == [1.0, 1.0] and bands.holm([]) == []
+
+
+def test_rank_bands_separate_only_what_every_seed_and_holm_separate(full):
+    b = bands.rank_bands(full)
+    sst2 = b[(b["model"] == MODEL) & (b["task"] == "sst2") & (b["regime"] == "probe") & (b["layer"] == -1)]
+    band = dict(zip(sst2["pooling"], sst2["band"]))
+    # mean vs cls: p = 0.002 in every seed, x6 pairs (Holm) = 0.012 < 0.05; every other pair p = 0.4.
+    assert band == {"mean": 1, "max": 1, "pooler": 1, "cls": 2}
+    assert sst2["basis"].str.contains("Holm over 6 pairs").all()
+    t = bands.pair_tests(full)
+    row = t[(t["model"] == MODEL) & (t["task"] == "sst2") & (t["head_1"] == "cls@last") & (t["head_2"] == "mean@last")]
+    assert row.iloc[0]["p_holm"] == pytest.approx(0.012) and row.iloc[0]["better"] == "mean@last"
+    # One seed disagreeing in direction is enough to keep a pair together.
+    recs = full_records()
+    flipped = [r if not (r.pooling == "mean" and r.seed == 2 and r.layer == -1 and r.task == "sst2" and r.model == MODEL)
+               else rec(pooling="mean", seed=2, value=0.82,
+                        paired=[paired("cls", p=0.002, a=3, b=10), paired("pooler", p=0.4)]) for r in recs]
+    df, _ = data.load([write(Path(tempfile.mkdtemp()) / "f.jsonl", flipped)])
+    b2 = bands.rank_bands(df)
+    assert set(b2[(b2["model"] == MODEL) & (b2["task"] == "sst2") & (b2["layer"] == -1)]["band"]) == {1}
+    # The band is in the table (from all records: a filter never changes it) and in the ablation figure.
+    tab = views(task="sst2", pooling=["cls", "mean"], paths=[full["file"].iloc[0]])["table"]
+    shown = tab[(tab["model"] == MODEL) & (tab["regime"] == "probe") & (tab["layer"] == "last")]
+    assert dict(zip(shown["pooling"], shown["band"])) == {"cls": 2, "mean": 1}
+    texts = [t for trace in figures.pooling_ablation(full).data if trace.text is not None for t in trace.text]
+    assert "b2" in texts and "b1" in texts
+
+
+def test_every_table_row_shows_its_reproduce_command_and_record_ids(full):
+    tab = table.leaderboard_table(full)
+    row = tab[(tab["model"] == MODEL) & (tab["task"] == "sst2") & (tab["pooling"] == "mean") & (tab["layer"] == "last")]
+    assert row.iloc[0]["run_ids"].split() == [f"{MODEL}-sst2-mean-probe--1-{s}-100" for s in (0, 1, 2)]
+    assert row.iloc[0]["reproduce"] == "python -m berteval run --task sst2 --pooling mean"
+    assert (tab["reproduce"] != "").all() and (tab["run_ids"] != "").all()
+
+
+def test_findings_are_generated_from_the_records_and_follow_them(tmp_path):
+    path = write(tmp_path / "r.jsonl", full_records())
+    first = findings.findings(data.load([path])[0])
+    sst2 = next(f for f in first if f["task"] == "sst2" and f["model"] == MODEL and f["regime"] == "probe")
+    # mean 0.81 over max 0.79 by 2.0 points (every seed), over cls by 5.0 with Holm p = 0.012.
+    assert sst2["sentence"].startswith("SST-2, frozen probe, bert-base: `mean` 0.810, ahead of `max` by 2.0 points")
+    assert "of `cls` by 5.0 points" in sst2["sentence"] and "(Holm p = 0.012)" in sst2["sentence"]
+    assert "not significant" in sst2["sentence"]
+    squad = next(f for f in first if f["task"] == "squad" and f["regime"] == "finetune")
+    assert "`span` F1 85.0 (the only head measured here; 3 seeds)" in squad["sentence"]
+    # Change one record file: the mean head loses 10 points in every seed, and the sentence changes with it.
+    changed = [r if r.pooling != "mean" or r.task != "sst2" or r.layer != -1 or r.model != MODEL
+               else rec(pooling="mean", seed=r.seed, value=r.main_value - 0.10, paired=r.paired_tests) for r in full_records()]
+    again = findings.findings(data.load([write(tmp_path / "changed.jsonl", changed)])[0])
+    sst2b = next(f for f in again if f["task"] == "sst2" and f["model"] == MODEL and f["regime"] == "probe")
+    assert sst2b["sentence"] != sst2["sentence"] and sst2b["best"] == "max"
+    assert sst2b["sentence"].startswith("SST-2, frozen probe, bert-base: `max` 0.790, ahead of `cls` by 3.0 points")
+    assert views(paths=[path])["findings"].startswith("- SST-2, frozen probe, bert-base: `mean` 0.810")
+
+
+def _three_models():
+    """Toy records of a base model and two derived encoders named as berteval names them."""
+    base = "sentence-transformers/all-MiniLM-L6-v2"
+    out = []
+    for model, shift in ((base, 0.0), (f"{base}+nsp-pooler", 0.02), (f"{base}+random", -0.15)):
+        for seed, off in SEED_OFFSET.items():
+            for pooling in ("cls", "pooler", "mean"):
+                bump = shift if pooling == "pooler" else 0.0
+                out.append(rec(model=model, pooling=pooling, seed=seed, value=SST2[pooling] + off + bump
+                               + (shift if "random" in model else 0.0)))
+        out.append(rec(model=model, pooling="pooler", regime="finetune", seed=0, value=0.84 + shift))
+        out.append(rec(model=model, pooling="cls", regime="finetune", seed=0, value=0.84))
+    return out
+
+
+def test_models_side_by_side_view_and_the_pooler_minus_cls_effect(tmp_path):
+    df, _ = data.load([write(tmp_path / "m.jsonl", _three_models())])
+    tab = compare.model_pooling_table(df)
+    probe = tab[(tab["task"] == "sst2") & (tab["regime"] == "probe")]
+    assert len(probe) == 3 and list(tab.columns[3:6]) == ["cls", "pooler", "mean"]
+    assert probe.set_index("model").loc["sentence-transformers/all-MiniLM-L6-v2+nsp-pooler", "pooler"] == \
+        "0.770 ± 0.010 (3)"
+    eff = compare.pooler_minus_cls(df).set_index(["model", "regime"])
+    nsp = eff.loc[("sentence-transformers/all-MiniLM-L6-v2+nsp-pooler", "probe")]
+    # pooler - cls per seed: 0.75 + 0.02 - 0.76 = +1.0 point in every seed; the interval collapses on it.
+    assert nsp["differences"] == "+1.00, +1.00, +1.00" and nsp["mean"] == pytest.approx(1.0)
+    assert nsp["ci95_low"] == pytest.approx(1.0) and nsp["ci95_high"] == pytest.approx(1.0)
+    one = eff.loc[("sentence-transformers/all-MiniLM-L6-v2+random", "finetune")]
+    assert one["n_seeds"] == 1 and math.isnan(one["ci95_low"])  # one seed: a difference, no interval
+    fig = compare.model_pooling_figure(df)
+    names = {t.name for t in fig.data}
+    assert {"all-MiniLM-L6-v2", "all-MiniLM-L6-v2+nsp-pooler", "all-MiniLM-L6-v2+random"} <= names
+    stars = [t for t in fig.data if t.name == "published (not ranked)"]
+    assert stars and all(t.marker.symbol == "star-open" for t in stars)
+    drawn = sorted(round(y, 4) for t in stars for y in t.y)
+    assert drawn == [0.8413, 0.844, 0.926, 0.927]  # SST-2 probe (cls, mean) and fine-tune (with and without NSP)
+    effect = compare.pooler_effect_figure(df)
+    assert "pooler minus cls" in effect.layout.title.text and len(effect.data) == 1 + len(eff)
+    assert "nothing" not in _titles(compare.pooler_effect_figure(df))
+    assert "no model has both" in _titles(compare.pooler_effect_figure(df[df["pooling"] != "pooler"]))
+
+
+def test_references_carry_citations_and_stay_out_of_ranks_findings_and_table(full):
+    refs = references.references()
+    assert len(refs) == 7 and refs["citation"].str.contains(r"(?:Devlin|Reimers) .* 2019").all()
+    got = {(r.where.split(" (")[0], r.task, r.pooling, r.metric, "No NSP" in r.where): r.value for r in refs.itertuples()}
+    assert got == {("Table 5", "sst2", "pooler", "accuracy", False): 92.7, ("Table 5", "sst2", "pooler", "accuracy", True): 92.6,
+                   ("Table 2", "squad", "span", "exact_match", False): 80.8,
+                   ("Table 2", "squad", "span", "f1", False): 88.5, ("Table 5", "squad", "span", "f1", True): 87.9,
+                   ("Table 5", "sst2", "cls", "accuracy", False): 84.13, ("Table 5", "sst2", "mean", "accuracy", False): 84.40}
+    v = views(paths=[full["file"].iloc[0]])
+    assert "BERT" not in " ".join(v["table"]["model"]) and "BERT" not in v["findings"]
+    assert list(v["references"].columns)[:2] == ["published model", "task"]
+
+
+def test_report_opens_with_findings_then_bands_models_and_examples(tmp_path):
+    page = report.build_html(*data.load([write(tmp_path / "r.jsonl", full_records())]))
+    body = page[page.index("<body>"):]
+    order = [body.index(s) for s in ('id="findings"', 'id="bands"', 'id="models"', 'id="ablation"', 'id="disagreements"')]
+    assert order == sorted(order)
+    assert "Holm" in body and "published numbers" in body.lower() and "Devlin et al. 2019" in body
+
+
+def test_disagreement_view_in_the_leaderboard_matches_the_records():
+    df, _ = data.load()
+    model = "sentence-transformers/all-MiniLM-L6-v2"
+    assert {"mean", "cls", "mean@5"} <= set(disagreements.heads(df, "sst2", model, "probe", 0))
+    summary, tab = disagreements.view(df, "sst2", model, "probe", 0, "mean", "cls", data_dir=None, limit=5)
+    assert "148 disagreements: mean right cls wrong 92, cls right mean wrong 56" in summary
+    assert "McNemar test counted 92 and 56" in summary and len(tab) == 10
+    assert list(tab.columns) == ["right", "id", "gold", "mean says", "cls says", "text"]
+    msg, empty = disagreements.view(df, "sst2", model, "probe", 0, "mean", "mean")
+    assert "two different heads" in msg and empty.empty
+    msg, _ = disagreements.view(df, "sst2", model, "probe", 0, "mean", "nonsense")
+    assert msg.startswith("⚠️ no record of nonsense")
+
+
+def test_records_from_a_dataset_repo_through_snapshot_download(tmp_path, monkeypatch):
+    import huggingface_hub
+
+    snap = tmp_path / "snapshot"
+    write(snap / "sst2.jsonl", [rec(model="hub/model", pooling="mean", value=0.9)])
+    calls = []
+
+    def fake_snapshot_download(**kw):  # stands in for the hub: the local folder is the "downloaded" snapshot
+        calls.append(kw)
+        return str(snap)
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", fake_snapshot_download)
+    monkeypatch.setenv(data.REPO_ENV, "someone/berteval-results@v2")
+    df, problems = data.load()
+    assert problems == [] and list(df["model"]) == ["hub/model"]
+    assert calls == [{"repo_id": "someone/berteval-results", "repo_type": "dataset", "revision": "v2",
+                      "allow_patterns": ["*.jsonl", "predictions/**"]}]
+    assert views(repo="someone/other")["n_records"] == 1 and calls[-1]["repo_id"] == "someone/other"
+
+    def offline(**kw):
+        raise OSError("the hub is not reachable")
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", offline)
+    df, problems = data.load()
+    assert len(problems) == 1 and "cannot read the records of dataset repo someone/berteval-results" in str(problems[0])
+    assert not df.empty and "hub/model" not in set(df["model"])  # the local results, and the page says why

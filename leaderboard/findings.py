@@ -1,0 +1,115 @@
+"""Findings written from the records: one sentence per task, model and regime, generated, never typed.
+
+Each sentence names the best last-layer head (its mean over seeds), then its margin over every
+other head: the mean of the per-seed differences (paired by seed: the same seed means the same
+held-out slice or training order) with its 95% Student-t interval (it measures how much the
+margin moves between seeds, not the sampling of the evaluation set), and the paired test as the rank
+bands read it (McNemar, the largest p over seeds, Holm-adjusted within the group; see bands.py).
+For example: "SST-2, frozen probe, all-MiniLM-L6-v2: `mean` 0.809, ahead of `max` by 2.1 points
+[95% CI 1.6, 2.7] (Holm p = 0.52, not significant) and of `cls` by 4.3 points [...] (Holm p = 0.012)."
+Change a record and the sentence changes (tests/test_leaderboard.py does). Pure functions.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from berteval.lookup import short_name
+from berteval.stats import summarise
+
+from . import bands, data, figures
+
+TASK_NAMES = {"sst2": "SST-2", "squad": "SQuAD v1.1", "nsp": "NSP"}
+REGIME_NAMES = {"probe": "frozen probe", "finetune": "fine-tuned", "pretrained": "pretrained head"}
+TASK_ORDER = ["sst2", "nsp", "squad"]
+
+
+def task_name(task: str) -> str:
+    return TASK_NAMES.get(task, task)
+
+
+def regime_name(regime: str) -> str:
+    return REGIME_NAMES.get(regime, regime)
+
+
+def _value(v: float, scale: float) -> str:
+    return figures.fmt(v, scale)
+
+
+def _points(diff: float, scale: float) -> float:
+    # A difference of accuracies (0-1) reads as percentage points; SQuAD's EM/F1 already are.
+    return diff * 100 if scale == 1 else diff
+
+
+def _order(keys):
+    return sorted(keys, key=lambda k: (TASK_ORDER.index(k[0]) if k[0] in TASK_ORDER else len(TASK_ORDER), k[0],
+                                       k[1], figures._regime_rank(k[2])))
+
+
+def findings(df: pd.DataFrame) -> list[dict]:
+    """[{task, model, regime, sentence, best, n_heads}] in reading order (task, model, regime)."""
+    if df is None or df.empty or "value" not in df:
+        return []
+    main = data.main_setups(df)
+    main = main[main["layer"] == -1]
+    if main.empty:
+        return []
+    tests = bands.pair_tests(df, "last")
+    out = []
+    groups = {k: g for k, g in main.groupby(["task", "model", "regime"], sort=False)}
+    for key in _order(groups):
+        task, model, regime = key
+        g = groups[key]
+        agg = data.aggregate(g).sort_values("mean", ascending=False, kind="stable")
+        scale = figures.metric_scale(agg["mean"])
+        metric = agg["main_metric"].iloc[0]
+        best = agg.iloc[0]
+        seeds = int(best["n_seeds"])
+        head = (f"{task_name(task)}, {regime_name(regime)}, {short_name(model)}: `{best['pooling']}` "
+                f"{'' if metric == 'accuracy' else figures.METRIC_NAMES.get(metric, metric) + ' '}"
+                f"{_value(best['mean'], scale)}")
+        if len(agg) == 1:
+            sentence = f"{head} (the only head measured here; {seeds} seed{'s' if seeds != 1 else ''})."
+        else:
+            t = tests[(tests["task"] == task) & (tests["model"] == model) & (tests["regime"] == regime)]
+            parts = [_margin(g, best, other, scale, t) for _, other in agg.iloc[1:].iterrows()]
+            sentence = f"{head}, ahead of " + _join([parts[0]] + [f"of {x}" for x in parts[1:]]) + "."
+        out.append({"task": task, "model": model, "regime": regime, "sentence": sentence,
+                    "best": best["pooling"], "n_heads": len(agg)})
+    return out
+
+
+def _join(parts: list[str]) -> str:
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def _margin(g: pd.DataFrame, best: pd.Series, other: pd.Series, scale: float, tests: pd.DataFrame) -> str:
+    a = g[g["pooling"] == best["pooling"]].set_index("seed")["value"]
+    b = g[g["pooling"] == other["pooling"]].set_index("seed")["value"]
+    common = sorted(set(a.index) & set(b.index))
+    diff = summarise(_points(a[s] - b[s], scale) for s in common)
+    if diff.n == 0:  # no shared seed: the difference of the means, unpaired
+        text = f"`{other['pooling']}` by {_points(best['mean'] - other['mean'], scale):.1f} points (no shared seed)"
+    else:
+        text = f"`{other['pooling']}` by {diff.mean:.1f} points"
+        if diff.n > 1 and not math.isnan(diff.ci95_low):
+            text += f" [95% CI {diff.ci95_low:.1f}, {diff.ci95_high:.1f}]"
+    ha, hb = bands.head_label(best["pooling"], -1), bands.head_label(other["pooling"], -1)
+    h1, h2 = sorted((ha, hb))
+    row = tests[(tests["head_1"] == h1) & (tests["head_2"] == h2)]
+    if row.empty:
+        return text + " (no paired test)"
+    r = row.iloc[0]
+    p_holm = float(r["p_holm"])
+    p = "Holm p < 0.001" if p_holm < 0.001 else f"Holm p = {p_holm:.3f}"
+    if r["separated"]:
+        return text + f" ({p})"
+    return text + f" ({p}, not significant)"
+
+
+def as_markdown(items: list[dict]) -> str:
+    if not items:
+        return "No findings yet: no records with a last-layer head."
+    return "\n".join(f"- {f['sentence']}" for f in items)
