@@ -26,6 +26,8 @@ EXAMPLES = """examples:
       --data-dir ../shared/data --out leaderboard/results
   python -m berteval run --task sst2 --pooling cls,mean --layers -1,-2,3 --data-dir ../shared/data
   python -m berteval run --task sst2 --limit-train 2000 --seeds 0 --data-dir ../shared/data --out /tmp/r
+  python -m berteval run --task sst2 --pooling cls,mean --train-sizes 32,512,full --seeds 0,1,2,3,4 \
+      --data-dir ../shared/data
   python -m berteval run --task squad --model default --regime finetune --seeds 0 --data-dir ../shared/data \
       --out leaderboard/results
   python -m berteval derive default+nsp-pooler --data-dir ../shared/data
@@ -88,6 +90,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="score the first N eval examples only (a quick look, never a leaderboard row)")
     r.add_argument("--dtype", default="fp32", choices=["fp32", "bf16"], help="encoder compute dtype")
     r.add_argument("--limit-train", type=int, default=None, help="use a fixed subset of N training examples")
+    r.add_argument("--train-sizes", default=None,
+                   help="learning curve: comma-separated training sizes, each seed drawing its own nested subset "
+                        "of the train set, and 'full', e.g. 32,128,512,full (probe and fine-tune)")
     r.add_argument("--no-progress", action="store_true", help="hide progress bars")
 
     sub.add_parser("ls", help="list tasks, poolings and regimes")
@@ -120,6 +125,7 @@ def _parser() -> argparse.ArgumentParser:
 def _cmd_run(args) -> int:
     from . import pooling, runs
     from .config import data_dir
+    from .regimes.grid import parse_train_sizes
     from .store import Store
     from .tasks import get
 
@@ -137,6 +143,7 @@ def _cmd_run(args) -> int:
         max_length=args.max_length,
         dtype=args.dtype,
         limit_train=args.limit_train,
+        train_sizes=parse_train_sizes(args.train_sizes),
         limit_eval=args.limit_eval,
         progress=not args.no_progress,
         doc_stride=args.doc_stride,
@@ -153,7 +160,8 @@ def _cmd_run(args) -> int:
     for note in report.notes:
         print(f"note: {note}", file=sys.stderr)
     for rec in report.written:
-        print(f"wrote {rec.task} {rec.pooling}@{rec.layer} seed {rec.seed}: "
+        size = f" train {rec.config['train_size']:,}" if "train_size" in rec.config else ""
+        print(f"wrote {rec.task} {rec.pooling}@{rec.layer}{size} seed {rec.seed}: "
               f"{rec.main_metric} {rec.main_value:.4f} ({rec.wall_s:.1f}s)")
     print(f"{len(report.written)} records written, {len(report.skipped)} already present "
           f"-> {Store(spec.out).records_path(task.name)}; encoded {report.encoded_examples} examples "

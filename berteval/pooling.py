@@ -6,6 +6,12 @@ fine-tune head's width, the leaderboard's order and the tests all read `POOLINGS
 adding a mode is one entry here and nothing else. The module imports no torch at
 import time (the functions use tensor methods, and import torch only when they run),
 so listing names (`python -m berteval ls`) stays light.
+
+Most poolings are fixed functions of the hidden states, so a frozen encoder's pooled
+vectors can be cached once (`berteval.features`). A pooling with parameters of its own
+(`attention`) says how to build them (`build(hidden_size) -> torch.nn.Module`): the
+fine-tune head trains them with the encoder, and the probe trains them on token states
+held in memory (`berteval.regimes.tokens`); it is never cached as a fixed vector.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ class PoolInput:
     mask: Any  # (B, T): 1 on real tokens, 0 on padding
     encoder: Any  # the base model (its pooler, its config)
     states: tuple | None = None  # every hidden state (embeddings first), when a pooling needs them
+    module: Any = None  # the pooling's own trained parameters (a Pooling with `build`), else None
 
 
 @dataclass(frozen=True)
@@ -36,6 +43,12 @@ class Pooling:
     last_layer_only: bool = False  # defined on the final hidden state (or fixed layers) only
     needs_all_states: bool = False  # reads several layers: the encoder must return every hidden state
     default: bool = True  # part of the grid when --pooling is not given
+    build: Callable[[int], Any] | None = None  # hidden size -> torch.nn.Module of the pooling's own parameters
+
+    @property
+    def trained(self) -> bool:
+        """Has parameters of its own: trained with a head, never a fixed (cacheable) vector."""
+        return self.build is not None
 
     def width(self, hidden_size: int) -> int:
         return self.width_factor * int(hidden_size)
@@ -68,6 +81,34 @@ def _max(x: PoolInput):
     return filled.max(1).values  # (B, H)
 
 
+# Which hidden state "first" means in first-last-avg: index 1, the output of the first transformer
+# layer. BERT-flow (Li et al. 2020) and SimCSE (Gao et al. 2021) average the first and the last
+# *layers*; index 0 is the embedding layer's output, context-free word vectors plus positions that no
+# attention has mixed yet, which is a different baseline (a bag of words).
+FIRST_LAYER = 1
+
+
+def _first_last_avg(x: PoolInput):
+    first, last = x.states[FIRST_LAYER], x.states[-1]  # (B, T, H) each
+    return (masked_mean(first, x.mask) + masked_mean(last, x.mask)) / 2  # (B, H)
+
+
+def _cls_mean(x: PoolInput):
+    import torch
+
+    return torch.cat([_cls(x), _mean(x)], dim=-1)  # (B, 2H): [CLS] state first, then the mean
+
+
+def _attention(x: PoolInput):
+    return x.module(x.hidden, x.mask)  # (B, H): the token states weighted by the learned query's scores
+
+
+def _build_attention(hidden_size: int):
+    from .heads.attention import AttentionPooling  # torch: only when a head is built
+
+    return AttentionPooling(hidden_size)
+
+
 POOLINGS: dict[str, Pooling] = {
     p.name: p
     for p in (
@@ -77,6 +118,16 @@ POOLINGS: dict[str, Pooling] = {
                 needs_pooler=True, last_layer_only=True),
         Pooling("mean", _mean, "mean of token states over the attention mask"),
         Pooling("max", _max, "element-wise max of token states over the attention mask"),
+        Pooling("first-last-avg", _first_last_avg,
+                "mean over tokens of the first transformer layer's states (hidden state 1) and of the last "
+                "layer's, averaged (BERT-flow's and SimCSE's unsupervised baseline)",
+                last_layer_only=True, needs_all_states=True, default=False),
+        Pooling("cls+mean", _cls_mean, "the raw [CLS] state and the token mean, concatenated", width_factor=2,
+                default=False),
+        Pooling("attention", _attention,
+                "a learned query scores every token (dot product, softmax over the attention mask); the head "
+                "reads the weighted sum of token states (starts as the mean: the query starts at zero)",
+                default=False, build=_build_attention),
     )
 }
 
@@ -124,6 +175,11 @@ def warning(name: str, heads) -> str | None:
     return None
 
 
-def apply(name: str, hidden, mask, encoder, states: tuple | None = None):
-    """(B, width) vectors of pooling `name` from a layer's (B, T, H) states."""
-    return POOLINGS[name].fn(PoolInput(hidden, mask, encoder, states))
+def apply(name: str, hidden, mask, encoder, states: tuple | None = None, module=None):
+    """(B, width) vectors of pooling `name` from a layer's (B, T, H) states (and its trained `module`, for a
+    pooling with parameters)."""
+    spec = POOLINGS[name]
+    if spec.trained and module is None:
+        raise BertevalError(f"pooling {name!r} has parameters of its own: it is trained with a head (fine-tune, or "
+                            f"the probe on token states), not computed as a fixed vector")
+    return spec.fn(PoolInput(hidden, mask, encoder, states, module))

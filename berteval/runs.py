@@ -41,6 +41,7 @@ class RunSpec:
     max_length: int | None = None  # tokens per input; None = the task's default (SST-2 128, SQuAD 384)
     dtype: str = "fp32"
     limit_train: int | None = None
+    train_sizes: list[int | None] | None = None  # learning curve: examples each seed draws (None = all); None = no axis
     limit_eval: int | None = None  # the first N eval examples, for a quick look (never a leaderboard row)
     progress: bool = True
     # span QA (None = berteval.qa.DEFAULTS)

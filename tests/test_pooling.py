@@ -43,10 +43,12 @@ def test_max_ignores_padding():
 def test_every_pooling_gives_one_vector_per_input(name, tiny_models):
     m = models.load(str(tiny_models["pretraining"]))
     batch = m.tokenizer(["good movie", "the plot was dull and very poor"], padding=True, return_tensors="pt")
+    spec = pooling.POOLINGS[name]
     with torch.no_grad():
-        hidden = m.encoder(**batch).last_hidden_state  # (B, T, H)
-    out = pooling.apply(name, hidden, batch["attention_mask"], m.encoder)
-    assert out.shape == (2, pooling.POOLINGS[name].width(m.hidden_size))
+        out = m.encoder(**batch, output_hidden_states=spec.needs_all_states)
+        module = spec.build(m.hidden_size) if spec.trained else None  # a pooling's own parameters
+        vec = pooling.apply(name, out.last_hidden_state, batch["attention_mask"], m.encoder, out.hidden_states, module)
+    assert vec.shape == (2, spec.width(m.hidden_size))
 
 
 def test_pooler_is_tanh_dense_of_cls_and_matches_pooler_output(tiny_models):

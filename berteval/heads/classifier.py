@@ -3,7 +3,8 @@
 It mirrors `BertForSequenceClassification` (dropout, then one `Linear(width, labels)`),
 except that the vector it reads comes from the pooling registry (`cls`, `pooler`, the
 seed's choice, `mean`, ...), and the head's width is the pooling's own (a pooling may be
-wider than the hidden size).
+wider than the hidden size). A pooling with parameters of its own (`attention`) builds them
+here as a submodule, so the optimiser trains them with the encoder and the head.
 """
 
 from __future__ import annotations
@@ -22,8 +23,10 @@ class PooledClassifier(torch.nn.Module):
         self.encoder = encoder
         self.pooling = pooling_name
         spec = pooling.POOLINGS[pooling_name]
+        hidden = encoder.config.hidden_size
+        self.pool = spec.build(hidden) if spec.trained else None  # the pooling's own parameters, trained here
         self.dropout = torch.nn.Dropout(getattr(encoder.config, "hidden_dropout_prob", 0.1))
-        self.classifier = torch.nn.Linear(spec.width(encoder.config.hidden_size), n_labels)
+        self.classifier = torch.nn.Linear(spec.width(hidden), n_labels)
 
     def forward(self, input_ids, attention_mask, token_type_ids=None, labels=None):
         kwargs = {"token_type_ids": token_type_ids} if token_type_ids is not None else {}
@@ -31,7 +34,7 @@ class PooledClassifier(torch.nn.Module):
         out = self.encoder(input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=all_states,
                            **kwargs)
         vec = pooling.apply(self.pooling, out.last_hidden_state, attention_mask, self.encoder,
-                            out.hidden_states if all_states else None)  # (B, width)
+                            out.hidden_states if all_states else None, self.pool)  # (B, width)
         logits = self.classifier(self.dropout(vec))  # (B, n_labels)
         loss = torch.nn.functional.cross_entropy(logits.float(), labels) if labels is not None else None
         return loss, logits

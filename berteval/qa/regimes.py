@@ -18,11 +18,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import records
+from ..errors import BertevalError
 from ..tasks.base import Split, limit_split
 from ..regimes.base import Cell, CellRegime, CellResult
 from . import DEFAULTS, QASettings, recipes
 
 SPAN = "span"  # what the head reads, in the record's pooling field: every token
+# The probe's other head (`qa.vector`): what it trains, in the identity of its cells only (pooling = the vector read).
+VECTOR_TRAINED = ("span head reading one pooled vector of the window (Linear(width, 2 x max_length): start and end "
+                  "as choices among positions), on the frozen encoder")
 LORA = recipes.LORA.lora  # the committed adapter's LoRA settings (the `lora` recipe)
 TRAIN_DEFAULTS = {"probe": {"epochs": 3.0, "lr": 5e-3, "batch_size": 32}}
 
@@ -66,6 +70,11 @@ class _SpanRegime(CellRegime):
                                                       if v is not None}}
 
     def cells(self, run) -> list[Cell]:
+        if run.spec.train_sizes:
+            raise BertevalError("--train-sizes draws learning curves for sentence(-pair) tasks, not span QA")
+        if run.spec.poolings:
+            raise BertevalError(f"--pooling for span QA names the vector a one-vector span head reads: "
+                                f"--regime probe only; --regime {run.spec.regime} reads every token")
         return [Cell(SPAN, -1, seed) for seed in run.spec.seeds]
 
     def identity(self, run, cell: Cell) -> dict:
@@ -145,13 +154,47 @@ class _SpanRegime(CellRegime):
 
 
 class SpanProbe(_SpanRegime):
+    """The per-token span head on cached hidden states; with --pooling, a span head that reads one pooled
+    vector of the window instead (`qa.vector`), to measure what a classifier's single vector loses."""
+
     def describe(self) -> dict:
         return {"trained": "span head only, on the frozen encoder's cached hidden states"}
+
+    def cells(self, run) -> list[Cell]:
+        if not run.spec.poolings:
+            return super().cells(run)
+        from .. import pooling
+
+        trained = [p for p in run.spec.poolings if pooling.POOLINGS[p].trained]
+        if run.spec.train_sizes or run.spec.layers not in (None, "", "-1") or trained:
+            extra = f", and {', '.join(trained)} (a pooling with parameters of its own)" if trained else ""
+            raise BertevalError("the one-vector span head reads a fixed pooling of the last layer and trains on every "
+                                "training question: drop --train-sizes and --layers" + extra)
+        return [Cell(p, -1, seed) for p in run.spec.poolings for seed in run.spec.seeds]
+
+    def identity(self, run, cell: Cell) -> dict:
+        ident = super().identity(run, cell)
+        if cell.pooling != SPAN:  # the per-token cells keep the identity (and run ids) they always had
+            ident.update(pooling=cell.pooling, trained=VECTOR_TRAINED)
+        return ident
+
+    def prepare(self, run, todo: list[Cell]) -> _Prepared:
+        from ..regimes.grid import check_poolings
+
+        prep = super().prepare(run, todo)
+        vector = [c for c in todo if c.pooling != SPAN]
+        if vector:
+            check_poolings(run, vector)
+            prep.state["poolings"] = list(dict.fromkeys(c.pooling for c in vector))
+        return prep
 
     def fit_predict(self, prep: _Prepared, cell: Cell, run_id: str) -> CellResult:
         import time
 
         import torch
+
+        if cell.pooling != SPAN:
+            return self._fit_vector(prep, cell, run_id)
 
         from .. import training
         from .heads import SpanHead, WindowSet, hidden_collate, hidden_states
@@ -169,6 +212,39 @@ class SpanProbe(_SpanRegime):
                                       hidden_collate(prep.state["hidden"], prep.windows), lambda m, b: m(**b))
         model.qa_outputs.load_state_dict(getattr(head, "module", head).qa_outputs.state_dict())
         config["hidden_states_wall_s"] = prep.state["hidden_wall_s"]  # the one forward pass over train
+        result = self.evaluate(prep, model, run_id, config, res.wall_s, len(prep.train))
+        result.cleanup = lambda: training.clear_checkpoint(cfg)
+        return result
+
+
+    def _fit_vector(self, prep: _Prepared, cell: Cell, run_id: str) -> CellResult:
+        """The one-vector span head: the training windows pooled once (every pooling of the run), a head per
+        cell, and the per-token head's evaluation path (dev pooled once too, see `qa.vector.VectorQA`)."""
+        import time
+
+        import torch
+
+        from .. import training
+        from .heads import WindowSet
+        from .vector import VectorQA, VectorSpanHead, pooled_windows, position_masks, vector_collate
+
+        run, state = prep.run, prep.state
+        if "vectors" not in state:
+            t0 = time.perf_counter()
+            state["vectors"] = pooled_windows(run.model, prep.windows, state["poolings"], run.spec.dtype)
+            state["masks"] = position_masks(prep.windows, prep.qa.max_length)  # (W, L)
+            state["vectors_wall_s"] = round(time.perf_counter() - t0, 1)
+        torch.manual_seed(cell.seed)  # the head's initialisation; batches use their own generators
+        vectors = state["vectors"][cell.pooling]  # (W, width)
+        head = VectorSpanHead(vectors.shape[1], prep.qa.max_length)
+        res, cfg, config = self.train(prep, cell, run_id, head, WindowSet(prep.windows),
+                                      vector_collate(vectors, state["masks"], prep.windows), lambda m, b: m(**b))
+        config["training"]["trained"] = VECTOR_TRAINED
+        memo = state.setdefault("dev_memo", {})
+        config.update(pooled_windows_wall_s=state["vectors_wall_s"], vector_width=int(vectors.shape[1]),
+                      dev_vectors="reused from an earlier cell of this run" if memo else
+                      f"encoded in this cell, with every pooling of the run ({', '.join(state['poolings'])})")
+        model = VectorQA(run.model, cell.pooling, getattr(head, "module", head), state["poolings"], run.spec.dtype, memo)
         result = self.evaluate(prep, model, run_id, config, res.wall_s, len(prep.train))
         result.cleanup = lambda: training.clear_checkpoint(cfg)
         return result

@@ -30,6 +30,9 @@ class Cell:
     pooling: str  # a key of berteval.pooling.POOLINGS, or what the head reads ("span", "nsp-head")
     layer: int = -1  # canonical hidden-state index, -1 = last
     seed: int = 0
+    # Training examples drawn by the seed from the run's train set (a learning-curve point); None = all of
+    # it. Only a sized cell adds the size and the draw rule to its identity, so every other run id stays.
+    train_size: int | None = None
 
 
 @dataclass

@@ -8,10 +8,18 @@ Training runs through `berteval.training` (accelerate: the same command scales u
 epoch is scored on the seeded held-out slice of train and the best epoch is kept
 (selection); dev is scored once, at the end. For span QA the fine-tune is LoRA plus a
 span head (`berteval.qa.regimes`).
+
+Learning curves (`--train-sizes`): each sized cell draws its examples from the whole train
+set (or `--limit-train`'s subset) and trains for the same number of optimiser steps as the
+default 4,000-example protocol (2 epochs over its 3,600 training examples: 226 steps at
+batch 32), so a point on the curve differs from its neighbours in data, not in how long it
+was trained: 128 examples get about 56 epochs, each scored on the cell's own held-out
+slice for selection (Zhang et al. 2021 show that few-sample fine-tuning needs the steps).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from .. import pooling
@@ -20,7 +28,7 @@ from ..heads import linear
 from ..qa.regimes import SpanFinetune
 from ..tasks.base import PAIR, SENTENCE, SPAN, Split, limit_split
 from .base import Cell, CellRegime, CellResult, Regime
-from .grid import PooledData, check_poolings, pooled_cells, pooled_identity
+from .grid import PooledData, check_poolings, check_sizes, draw_rows, pooled_cells, pooled_identity, sized_config
 
 DEFAULTS = {"epochs": 2.0, "lr": 1e-4, "batch_size": 32}
 # Offline, on 2 CPU cores, the whole of SST-2 train x 9 runs does not fit a session; a fixed,
@@ -32,6 +40,17 @@ DEFAULT_POOLINGS = ("cls", "pooler", "mean")  # the seed question's three vector
 def hyperparameters(spec) -> dict:
     return {**DEFAULTS, **{k: v for k, v in {"epochs": spec.epochs, "lr": spec.lr,
                                             "batch_size": spec.batch_size}.items() if v is not None}}
+
+
+def _steps_per_epoch(n_examples: int, batch_size: int) -> int:
+    n_fit = n_examples - len(linear.heldout_split(n_examples, 0)[1])  # the held-out slice does not train
+    return math.ceil(n_fit / batch_size)
+
+
+def step_budget(spec) -> int:
+    """Optimiser steps of a sized cell: those of the default protocol (its epochs over the default subset)."""
+    hp = hyperparameters(spec)
+    return int(round(hp["epochs"] * _steps_per_epoch(DEFAULT_TRAIN_SUBSET, hp["batch_size"])))
 
 
 @dataclass
@@ -48,15 +67,18 @@ class PooledFinetune(CellRegime):
         return pooled_cells(run, names, [-1])
 
     def _splits(self, run) -> tuple[Split, Split, str]:
-        limit = run.spec.limit_train if run.spec.limit_train is not None else DEFAULT_TRAIN_SUBSET
-        train = limit_split(run.data.train, limit)
+        # Sizes are drawn from the whole train set; without them, the fixed default subset keeps runs affordable.
+        default = None if run.spec.train_sizes else DEFAULT_TRAIN_SUBSET
+        train = limit_split(run.data.train, run.spec.limit_train if run.spec.limit_train is not None else default)
         evals = run.eval_split()
         return train, evals, run.task.subset(run.data, train, evals)
 
     def identity(self, run, cell: Cell) -> dict:
         train, _, data_sha = self._splits(run)
+        check_sizes([cell], len(train))
+        steps = {"steps": step_budget(run.spec)} if cell.train_size is not None else {}
         return {**pooled_identity(run, cell, data_sha, len(train)), **hyperparameters(run.spec),
-                "heldout": [linear.HELDOUT_MAX, linear.HELDOUT_FRACTION]}
+                "heldout": [linear.HELDOUT_MAX, linear.HELDOUT_FRACTION], **steps}
 
     def prepare(self, run, todo: list[Cell]) -> _Prepared:
         from .. import features
@@ -78,7 +100,11 @@ class PooledFinetune(CellRegime):
 
         run, train, evals = prep.run, prep.train, prep.evals
         hp = hyperparameters(run.spec)
-        tr_idx, ho_idx = linear.heldout_split(len(train), cell.seed)
+        rows = draw_rows(len(train), cell)
+        tr, ho = linear.heldout_split(len(rows), cell.seed)
+        tr_idx, ho_idx = rows[tr], rows[ho]
+        if cell.train_size is not None:  # a learning-curve point trains as many steps as the default protocol
+            hp["epochs"] = step_budget(run.spec) / _steps_per_epoch(len(rows), hp["batch_size"])
         model, ds, collate, select, heldout_scores = _setup(prep, cell, tr_idx, ho_idx)
         cfg = training.TrainConfig(epochs=hp["epochs"], batch_size=hp["batch_size"], lr=hp["lr"], seed=cell.seed,
                                    dtype=run.spec.dtype, checkpoint_dir=cache_dir() / "checkpoints" / run_id,
@@ -98,7 +124,8 @@ class PooledFinetune(CellRegime):
             n_train=len(tr_idx), n_eval=len(evals),
             config={"data_source": run.data.source, "train_examples_available": len(train),
                     "train_subset": f"fixed seeded subset of {len(train)} of {len(run.data.train)} train examples"
-                    if train is not run.data.train else "full train", "max_length": run.max_length,
+                    if train is not run.data.train else "full train", **sized_config(cell, rows, len(train)),
+                    "max_length": run.max_length,
                     "finetune": {"head": "dropout + Linear(hidden, labels) on the pooled vector; whole encoder trained",
                                  **hp, "warmup_ratio": cfg.warmup_ratio, "weight_decay": cfg.weight_decay,
                                  "batches": "length-grouped", "steps": res.steps,

@@ -27,9 +27,9 @@ class _Prepared:
 
 class NSPPretrained(CellRegime):
     def cells(self, run) -> list[Cell]:
-        if run.spec.seeds != [0] or run.spec.layers or run.spec.poolings:
+        if run.spec.seeds != [0] or run.spec.layers or run.spec.poolings or run.spec.train_sizes:
             run.note("the pretrained NSP head has no seed and reads its own pooler: one record (seed 0, layer -1); "
-                     "--seeds, --layers and --pooling do not apply")
+                     "--seeds, --layers, --pooling and --train-sizes do not apply")
         return [Cell(NSP_HEAD, -1, 0)]
 
     def identity(self, run, cell: Cell) -> dict:

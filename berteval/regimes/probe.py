@@ -2,12 +2,17 @@
 
 For sentence and sentence-pair tasks: one encoding of the data yields every (pooling,
 layer) vector (`berteval.features`, cached), then a logistic-regression probe per cell
-(`berteval.heads.linear`), its C chosen on a seeded held-out slice of train. For span QA
-the probe is a span head on cached hidden states (`berteval.qa.regimes`).
+(`berteval.heads.linear`), its C chosen on a seeded held-out slice of train. A sized cell
+(learning curve) fits on the rows its seed draws from the same cached vectors. A pooling
+with parameters (`attention`) has no fixed vector: its probe trains the pooling and a
+linear head on token states held in memory (`berteval.heads.tokens`), or is refused when
+they would not fit. For span QA the probe is a span head on cached hidden states, or a
+span head that reads one pooled vector of the window (`berteval.qa.regimes`).
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from .. import pooling
@@ -15,12 +20,17 @@ from ..heads import linear
 from ..qa.regimes import SpanProbe
 from ..tasks.base import PAIR, SENTENCE, SPAN, Split, limit_split
 from .base import Cell, CellRegime, CellResult, Regime
-from .grid import PooledData, check_poolings, parse_layers, pooled_cells, pooled_identity
+from .grid import (PooledData, check_poolings, check_sizes, draw_rows, parse_layers, pooled_cells, pooled_identity,
+                   sized_config)
+
+# The probe of a pooling with parameters (on token states): in the identity of such cells only.
+TOKEN_HEAD = {"epochs": 4.0, "lr": 1e-3, "batch_size": 64}
 
 
 @dataclass
 class _Prepared(PooledData):
     vectors: dict  # split name -> {(pooling, layer): (N, width) float32}
+    tokens: dict  # split name -> {layer: [(T_i, H) float32]}, for poolings with parameters only
 
 
 class PooledProbe(CellRegime):
@@ -35,56 +45,98 @@ class PooledProbe(CellRegime):
 
     def identity(self, run, cell: Cell) -> dict:
         train, _, data_sha = self._splits(run)
-        return {**pooled_identity(run, cell, data_sha, len(train)), "c_grid": linear.C_GRID,
+        check_sizes([cell], len(train))
+        head = {"token_head": TOKEN_HEAD} if pooling.POOLINGS[cell.pooling].trained else {"c_grid": linear.C_GRID}
+        return {**pooled_identity(run, cell, data_sha, len(train)), **head,
                 "heldout": [linear.HELDOUT_MAX, linear.HELDOUT_FRACTION]}
 
     def prepare(self, run, todo: list[Cell]) -> _Prepared:
+        check_poolings(run, todo)
+        train, evals, data_sha = self._splits(run)
+        fixed = [c for c in todo if not pooling.POOLINGS[c.pooling].trained]
+        trained = [c for c in todo if pooling.POOLINGS[c.pooling].trained]
+        vectors = {s.name: self._vectors(run, s, fixed) for s in (train, evals)} if fixed else {}
+        states = {s.name: self._states(run, s, trained) for s in (train, evals)} if trained else {}
+        return _Prepared(run, train, evals, data_sha, vectors, states)
+
+    @staticmethod
+    def _vectors(run, split, cells: list[Cell]) -> dict:
+        """Every fixed (pooling, layer) from one cached pass; a sized cell reads a row subset of it."""
         from .. import features
         from ..tasks.base import split_checksum
 
-        model = run.model
-        check_poolings(run, todo)
-        train, evals, data_sha = self._splits(run)
-        need_p = list(dict.fromkeys(c.pooling for c in todo))
-        need_l = list(dict.fromkeys(c.layer for c in todo))
-        vectors = {}
-        for split in (train, evals):
-            enc = features.encode(model, split.texts, data_sha256=split_checksum(split), poolings=need_p,
-                                  layers=need_l, max_length=run.max_length, dtype=run.spec.dtype,
-                                  progress=run.spec.progress, desc=f"encoding {split.name}")
-            vectors[split.name] = enc.vectors
-            run.report.encode_wall_s += enc.wall_s
-            run.report.encoded_examples += enc.encoded
-        return _Prepared(run, train, evals, data_sha, vectors)
+        enc = features.encode(run.model, split.texts, data_sha256=split_checksum(split),
+                              poolings=list(dict.fromkeys(c.pooling for c in cells)),
+                              layers=list(dict.fromkeys(c.layer for c in cells)), max_length=run.max_length,
+                              dtype=run.spec.dtype, progress=run.spec.progress, desc=f"encoding {split.name}")
+        run.report.encode_wall_s += enc.wall_s
+        run.report.encoded_examples += enc.encoded
+        return enc.vectors
+
+    @staticmethod
+    def _states(run, split, cells: list[Cell]) -> dict:
+        """Token states for the poolings with parameters: held in memory (refused if they do not fit), not cached."""
+        from ..heads import tokens
+
+        t0 = time.perf_counter()
+        states = tokens.token_states(run.model, split.texts, list(dict.fromkeys(c.layer for c in cells)),
+                                     run.max_length, run.spec.dtype, cells[0].pooling)
+        run.report.encode_wall_s += time.perf_counter() - t0
+        run.report.encoded_examples += len(split)
+        return states
 
     def fit_predict(self, prep: _Prepared, cell: Cell, run_id: str) -> CellResult:
-        import time
-
         import numpy as np
 
         run, train, evals = prep.run, prep.train, prep.evals
-        key = (cell.pooling, cell.layer)
+        rows = draw_rows(len(train), cell)
+        y_train, y_eval = np.asarray(train.labels)[rows], np.asarray(evals.labels)
         t0 = time.perf_counter()
-        res = linear.fit_probe(prep.vectors[train.name][key], train.labels, prep.vectors[evals.name][key], cell.seed)
+        if pooling.POOLINGS[cell.pooling].trained:
+            fitted, probe, head = self._fit_tokens(prep, cell, rows, y_train)
+        else:
+            fitted, probe, head = self._fit_linear(prep, cell, rows, y_train)
         wall = time.perf_counter() - t0
-        y_eval = np.asarray(evals.labels)
-        proba = res.proba[:, 1] if res.proba.shape[1] == 2 else res.proba
+        pred = fitted.pred
+        proba = fitted.proba[:, 1] if fitted.proba.shape[1] == 2 else fitted.proba
         return CellResult(
-            metrics=run.score(pred=res.pred, label=y_eval), data_sha256=prep.data_sha, split=evals.name,
-            n_train=res.n_train, n_eval=len(evals),
+            metrics=run.score(pred=pred, label=y_eval), data_sha256=prep.data_sha, split=evals.name,
+            n_train=fitted.n_train, n_eval=len(evals),
             config={"data_source": run.data.source, "train_examples_available": len(train),
-                    "limit_train": run.spec.limit_train, "max_length": run.max_length,
-                    "probe": {"head": "standardise + L2 logistic regression (exact Newton, warm-started over the C grid)",
-                              "c_grid": list(linear.C_GRID), "chosen_c": res.chosen_c,
-                              "heldout_accuracy": {str(k): v for k, v in res.heldout_accuracy.items()},
-                              "n_heldout": res.n_heldout},
-                    "encode_wall_s": round(run.report.encode_wall_s, 3)},
+                    "limit_train": run.spec.limit_train, **sized_config(cell, rows, len(train)),
+                    "max_length": run.max_length, "probe": probe, "encode_wall_s": round(run.report.encode_wall_s, 3)},
             predictions={"run_id": run_id, "split": evals.name, "data_sha256": prep.data_sha,
-                         "label": y_eval.tolist(), "pred": res.pred.tolist(), "proba": np.round(proba, 5).tolist()},
-            correct=res.pred == y_eval,
-            head={"weight": res.head.weight.astype(np.float32), "bias": res.head.bias.astype(np.float32)},
-            wall_s=wall,
+                         "label": y_eval.tolist(), "pred": pred.tolist(), "proba": np.round(proba, 5).tolist()},
+            correct=pred == y_eval, head=head, wall_s=wall,
         )
+
+    @staticmethod
+    def _fit_linear(prep: _Prepared, cell: Cell, rows, y_train) -> tuple:
+        """Logistic regression on the cell's rows of the cached vectors; its head is one affine map (saved)."""
+        import numpy as np
+
+        key = (cell.pooling, cell.layer)
+        res = linear.fit_probe(prep.vectors[prep.train.name][key][rows], y_train, prep.vectors[prep.evals.name][key],
+                               cell.seed)
+        probe = {"head": "standardise + L2 logistic regression (exact Newton, warm-started over the C grid)",
+                 "c_grid": list(linear.C_GRID), "chosen_c": res.chosen_c,
+                 "heldout_accuracy": {str(k): v for k, v in res.heldout_accuracy.items()}, "n_heldout": res.n_heldout}
+        return res, probe, {"weight": res.head.weight.astype(np.float32), "bias": res.head.bias.astype(np.float32)}
+
+    @staticmethod
+    def _fit_tokens(prep: _Prepared, cell: Cell, rows, y_train) -> tuple:
+        """The pooling's parameters and a linear head on the cell's rows of the token states (not an affine map
+        of a fixed vector, so no head file: the app never applies it)."""
+        from ..heads import tokens
+
+        states = prep.tokens[prep.train.name][cell.layer]
+        res = tokens.fit(cell.pooling, [states[i] for i in rows], y_train, prep.tokens[prep.evals.name][cell.layer],
+                         cell.seed, TOKEN_HEAD)
+        probe = {"head": "standardised token states -> the pooling's own parameters -> Linear, AdamW, best epoch "
+                         "on the held-out slice", **TOKEN_HEAD, "heldout_accuracy_per_epoch": res.heldout_accuracy,
+                 "selected_epoch": res.selected_epoch, "steps": res.steps, "train_wall_s": res.train_wall_s,
+                 "n_heldout": res.n_heldout}
+        return res, probe, None
 
 
 REGIME = Regime(
