@@ -226,7 +226,7 @@ def look_inside(model_text: str, text: str):
 
 # --- Leaderboard --------------------------------------------------------------------------------------
 
-FIGURES = ("ablation", "layers", "heatmap", "significance")
+FIGURES = ("ablation", "layers", "heatmap", "significance", "learning_curves", "every_layer", "span_vector")
 
 
 def _filter(value):

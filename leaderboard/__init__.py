@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import Iterable
 
-from . import bands, compare, data, disagreements, figures, findings, references, table
+from . import bands, compare, curves, data, disagreements, figures, findings, references, table
 
 
 def views(model=None, task=None, pooling=None, regime=None, search: str | None = None,
@@ -19,7 +19,8 @@ def views(model=None, task=None, pooling=None, regime=None, search: str | None =
 
     Filters take None/'all' (any), one value or a list; `paths` defaults to the committed
     results (or $BERTEVAL_RESULTS_REPO's snapshot, see data.load). Returns {"ablation", "layers",
-    "heatmap", "significance", "models", "pooler_effect": go.Figure, "findings": Markdown (one
+    "heatmap", "significance", "models", "pooler_effect", "learning_curves", "every_layer",
+    "span_vector": go.Figure, "findings": Markdown (one
     generated sentence per task, model and regime), "references": DataFrame (published numbers,
     never ranked), "table": DataFrame (with rank band, reproduce command and record ids), "frame":
     the unfiltered records frame, "csv": str, "choices": {filter: values}, "problems": [str],
@@ -34,6 +35,7 @@ def views(model=None, task=None, pooling=None, regime=None, search: str | None =
     tab = table.leaderboard_table(rows, search=search, band_frame=band_frame)
     return {
         **figures.all_figures(rows, band_frame),
+        **curves.all_figures(rows),  # learning curves, every layer, span QA from one vector
         "models": compare.model_pooling_figure(rows),
         "pooler_effect": compare.pooler_effect_figure(rows),
         "findings": findings.as_markdown(findings.findings(rows)),
@@ -48,4 +50,4 @@ def views(model=None, task=None, pooling=None, regime=None, search: str | None =
     }
 
 
-__all__ = ["views", "bands", "compare", "data", "disagreements", "figures", "findings", "references", "table"]
+__all__ = ["views", "bands", "compare", "curves", "data", "disagreements", "figures", "findings", "references", "table"]

@@ -23,7 +23,7 @@ from plotly.offline import get_plotlyjs
 from berteval.lookup import short_name
 from berteval.records import Problem
 
-from . import bands, compare, data, disagreements, figures, findings, references, table
+from . import bands, compare, curves, data, disagreements, figures, findings, references, table
 
 # plotly.js 4's modebar has a "share to Plotly Cloud" button; an offline report must not offer an upload.
 PLOT_CONFIG = {"displaylogo": False, "responsive": True, "modeBarButtonsToRemove": ["sendChartToCloud"]}
@@ -250,10 +250,10 @@ def build_html(df: pd.DataFrame, problems: list[Problem], sources: list[str] | N
     sources = sources if sources is not None else sorted(set(df["file"]))
     now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     band_frame = bands.rank_bands(df)
-    figs = figures.all_figures(df, band_frame)
+    figs = {**figures.all_figures(df, band_frame), **curves.all_figures(df)}
     fig_html = []
     for name, fig in figs.items():
-        heading, caption = CAPTIONS[name]
+        heading, caption = {**CAPTIONS, **curves.CAPTIONS}[name]
         div = _figure_div(fig, name)
         fig_html.append(f'<section id="{name}"><h2>{e(heading)}</h2><p class="caption">{e(caption)}</p>{div}</section>')
     tab = table.leaderboard_table(df, band_frame=band_frame)
@@ -265,7 +265,9 @@ def build_html(df: pd.DataFrame, problems: list[Problem], sources: list[str] | N
         f"Sources: {', '.join(f'<code>{e(shown_path(s))}</code>' for s in sources) or 'none'}.</p>",
         '<nav><a href="#findings">findings</a><a href="#bands">rank bands</a><a href="#models">models</a>'
         '<a href="#ablation">ablation</a><a href="#layers">layers</a><a href="#heatmap">task × pooling</a>'
-        '<a href="#significance">significance</a><a href="#table">table</a><a href="#disagreements">examples</a>'
+        '<a href="#significance">significance</a><a href="#learning_curves">learning curves</a>'
+        '<a href="#every_layer">every layer</a><a href="#span_vector">span QA from one vector</a>'
+        '<a href="#table">table</a><a href="#disagreements">examples</a>'
         '<a href="#pairs-section">paired tests</a><a href="#provenance">provenance</a></nav>',
         _problems_html(problems),
         '<section id="findings"><h2>Findings</h2><p class="caption">Written from the records, one sentence per '

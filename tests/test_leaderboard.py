@@ -325,7 +325,7 @@ def test_report_is_self_contained_and_names_every_record(tmp_path):
     assert "wrote" in result.stdout and "49 records" in result.stdout
     page = out.read_text()
     assert re.search(r"<script[^>]*\ssrc=", page) is None  # nothing fetched from the network
-    assert "plotly.js v" in page and page.count("Plotly.newPlot") == 6  # 4 figures + models + pooler effect
+    assert "plotly.js v" in page and page.count("Plotly.newPlot") == 9  # 4 figures + models + pooler effect + 3 curves
     assert page.count('"modeBarButtonsToRemove": ["sendChartToCloud"]') == 6  # no upload button offline
     for r in full_records():
         assert r.run_id in page
