@@ -29,6 +29,7 @@ import torch  # noqa: E402
 import leaderboard  # noqa: E402
 from berteval import serve  # noqa: E402
 from berteval.errors import BertevalError  # noqa: E402
+from berteval.qa import DEFAULTS as QA  # noqa: E402
 from leaderboard import logits  # noqa: E402
 
 log = logging.getLogger("berteval.app")
@@ -40,6 +41,12 @@ CONCURRENCY = int(os.environ.get("BERTEVAL_APP_CONCURRENCY", "2"))
 TORCH_THREADS = int(os.environ.get("BERTEVAL_APP_THREADS", "1"))
 QUEUE_SIZE = 64
 N_BEST_SHOWN = 10
+# What the page promises, stated on it (the numbers are the ones enforced: serve.LIMITS, the queue below).
+QA_LIMITS = (f"Contexts up to {serve.LIMITS['context']:,} characters; one longer than a {QA.max_length}-token window "
+             f"is read in overlapping windows ({QA.doc_stride} tokens shared) and the best span of any window wins.")
+SERVING = (f"Served by one queue: {CONCURRENCY} requests at a time per action, up to {QUEUE_SIZE} waiting. Input "
+           f"limits: sentence {serve.LIMITS['sentence']:,} characters, question {serve.LIMITS['question']:,}, "
+           f"context {serve.LIMITS['context']:,}; longer input is refused with a message.")
 NBEST_COLUMNS = ["rank", "answer", "probability", "start + end logit", "characters", "window"]
 EMPTY_NBEST = pd.DataFrame(columns=NBEST_COLUMNS)
 # The page shows the columns a reader compares, numbers rounded; the CSV download keeps every column.
@@ -167,8 +174,8 @@ def answer(model_text: str, question: str, context: str):
     windows = ("one window" if ans.n_windows == 1 else
                f"{ans.n_windows} overlapping windows (doc stride); the chart shows window {best.window + 1}, "
                f"where the best answer is")
-    about = (f"**Answer:** “{best.text}” (probability {best.probability:.2f} among the n-best). "
-             f"**Head:** {qa_model.source}. The context was read in {windows}.")
+    about = (f"**Answer:** “{best.text}” (probability {best.probability:.2f} among the n-best, one entry per "
+             f"answer text). The context was read in {windows}.\n\n**Head:** {qa_model.source}")
     return highlighted, nbest, fig, about
 
 
@@ -263,8 +270,20 @@ def board(model, task, pooling, regime, search):
     summary = _count_line(v, search)
     if v["problems"]:
         summary += "\n\nSkipped bad record lines: " + "; ".join(f"`{p}`" for p in v["problems"][:5])
+    summary += _estimates_markdown(v.get("estimates"))
     shown = v["table"][TABLE_SHOWN].round({"ci95_low": 4, "ci95_high": 4})
     return (summary, shown, _csv_file(v["csv"]), *(v[f] for f in FIGURES))
+
+
+def _estimates_markdown(est) -> str:
+    """The k-fold records, listed beside the table and never ranked in it (their heads trained on dev articles)."""
+    if est is None or est.empty:
+        return ""
+    rows = "\n".join(f"| {r.regime} | {r.split} | {r.n_train:,} | {r.n_eval:,} | {r.metrics.get('exact_match', 0):.2f} | "
+                     f"{r.metrics.get('f1', 0):.2f} | `{r.run_id}` |" for r in est.itertuples())
+    return ("\n\n**Shown apart, never ranked:** k-fold estimates of the Answer tab's demo head (each dev question "
+            "answered by a head trained on the other dev articles; not official-dev scores).\n\n"
+            "| regime | split | train | scored | EM | F1 | record |\n|---|---|---|---|---|---|---|\n" + rows)
 
 
 def board_choices():
@@ -292,12 +311,13 @@ def _wire(key: str, button: gr.Button, fn, inputs: list, outputs: list, api_name
 def build_demo() -> gr.Blocks:
     with gr.Blocks(title="berteval: BERT's heads, tried by hand", analytics_enabled=False) as page:
         gr.Markdown(INTRO)
-        model_box = gr.Dropdown(serve.offline_models(), value=serve.DEFAULT_MODEL, label="Encoder",
+        model_box = gr.Dropdown(serve.suggested_models(), value=serve.DEFAULT_MODEL, label="Encoder",
                                 allow_custom_value=True, filterable=True, elem_id="model",
                                 info="Offline: 'default' (the embedded all-MiniLM-L6-v2) and encoders derived from it "
                                      "(+nsp-pooler: its pooler trained by next-sentence prediction; +mlm-nsp: BERT's "
                                      "pre-training continued; +random: the untrained floor). A hub id such as "
-                                     "bert-base-uncased works where the hub is reachable.")
+                                     "bert-base-uncased works where the hub is reachable; there the list also offers "
+                                     "SQuAD checkpoints, whose own QA head answers in the Answer tab.")
         with gr.Tabs():
             with gr.Tab("Classify", id="classify"):
                 _note("A sentence → positive / negative, by the committed SST-2 probe head reading the vector you "
@@ -317,7 +337,7 @@ def build_demo() -> gr.Blocks:
 
             with gr.Tab("Answer", id="answer"):
                 _note("A question and a context → the answer span. The head scores every token twice (start and "
-                      "end); the chart shows both.")
+                      "end); the chart shows both. " + QA_LIMITS)
                 with gr.Row():
                     with gr.Column():
                         question = gr.Textbox(label="Question", max_lines=2, elem_id="qa-question")
@@ -382,6 +402,7 @@ def build_demo() -> gr.Blocks:
                 # may have added some), and a visitor who never opens the tab costs nothing.
                 board_tab.select(board_choices, None, filters, api_visibility="private")
                 board_tab.select(board, [*filters, search], outputs, api_name="leaderboard")
+        _note(SERVING)
     page.queue(default_concurrency_limit=CONCURRENCY, max_size=QUEUE_SIZE)
     return page
 

@@ -45,29 +45,17 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def app_url(tmp_path_factory):
-    port = _free_port()
-    log = tmp_path_factory.mktemp("app") / "app.log"
-    env = {**os.environ, "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_OFFLINE": "1"}
+def serve_app(log: Path, extra_env: dict | None = None, port: int | None = None):
+    """Start `python app.py` (offline), wait until it serves, yield its URL; stop it after. The server log
+    must not hold an unhandled traceback, whatever the tests did."""
+    port = port or _free_port()
+    env = {**os.environ, "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_OFFLINE": "1", **(extra_env or {})}
     with open(log, "w") as out:
         proc = subprocess.Popen([sys.executable, "app.py", "--host", "127.0.0.1", "--port", str(port)], cwd=REPO,
                                 env=env, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/"
     try:
-        deadline = time.monotonic() + STARTUP_S
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"app.py exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
-            try:
-                with urllib.request.urlopen(url, timeout=2) as resp:
-                    if resp.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"app.py did not answer on {url} within {STARTUP_S} s:\n{log.read_text()[-3000:]}")
-            time.sleep(0.5)
+        _wait_until_served(url, proc, log)
         yield url
     finally:
         proc.terminate()
@@ -76,8 +64,28 @@ def app_url(tmp_path_factory):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-    # Whatever went wrong in the page, the server log must not hold an unhandled traceback.
     assert "Traceback" not in log.read_text(), log.read_text()[-3000:]
+
+
+def _wait_until_served(url: str, proc: subprocess.Popen, log: Path) -> None:
+    deadline = time.monotonic() + STARTUP_S
+    while True:
+        if proc.poll() is not None:
+            pytest.fail(f"{proc.args} exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as resp:
+                if resp.status == 200:
+                    return
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            pytest.fail(f"{url} did not answer within {STARTUP_S} s:\n{log.read_text()[-3000:]}")
+        time.sleep(0.5)
+
+
+@pytest.fixture(scope="module")
+def app_url(tmp_path_factory):
+    yield from serve_app(tmp_path_factory.mktemp("app") / "app.log")
 
 
 @pytest.fixture(scope="module")
@@ -129,27 +137,56 @@ def test_classify_shows_a_label_with_probabilities(page):
     expect(page.locator("#classify-status")).to_contain_text("empty")
 
 
-def test_answer_highlights_the_committed_adapters_span(page):
-    from berteval import models
+def _served_head():
+    """The record of the head the page answers with (committed: without one this fails, it does not skip)."""
+    from berteval.serve.qa import served_record
     from berteval.store import Store
 
-    # The adapter the page answers with is committed: without it this test fails, it does not skip.
-    ident = models.identify(models.DEFAULT)
-    found = Store().best("squad", model_id=ident.model_id, revision=ident.revision, version="1", regime="finetune",
-                         artifact="adapter_dir")
-    assert found is not None and (found.path / "adapter_model.safetensors").is_file()
+    rec = served_record(Store())
+    assert rec is not None and (Store().root / rec.config["adapter_dir"] / "adapter_model.safetensors").is_file()
+    return rec
+
+
+def test_answer_highlights_the_span_and_names_the_head_with_its_estimate(page):
+    from berteval.qa.kfold import is_estimate
+
+    rec = _served_head()
     _run_example(page, "Answer", "qa-examples", "In what country", "qa-question", "Answer")
-    # Whatever span the adapter picks (it is not asked to be right here), it is highlighted in the
+    # Whatever span the head picks (it is not asked to be right here), it is highlighted in the
     # context, heads the n-best table, and the two logit curves are drawn.
     highlight = page.locator("#qa-highlight .highlighted")
     expect(highlight).to_have_count(1)
     span = highlight.inner_text().strip()
     assert span and span in page.locator("#qa-context textarea").input_value()
     expect(page.locator("#qa-nbest")).to_contain_text(span)
-    expect(page.locator("#qa-about")).to_contain_text("LoRA fine-tuned")
+    about = page.locator("#qa-about")
+    expect(about).to_contain_text("Head:")
+    expect(about).to_contain_text(rec.run_id)  # the page names the record behind the head
+    if is_estimate(rec):  # the demo head: trained on every question, quoted with its k-fold estimate
+        expect(about).to_contain_text("the demo head")
+        expect(about).to_contain_text("cross-validation")
+        expect(about).to_contain_text(f"F1 {rec.metrics['f1']:.1f}")
     expect(page.locator("#qa-logits .main-svg").first).to_be_visible()
     expect(page.locator("#qa-logits")).to_contain_text("start logit")
     _screenshot(page, "answer")
+
+
+NORMANS = ("The Normans were the people who in the 10th and 11th centuries gave their name to Normandy, a region "
+           "in France. They were descended from Norse raiders and pirates from Denmark, Iceland and Norway who, "
+           "under their leader Rollo, agreed to swear fealty to King Charles III of West Francia.")
+
+
+def test_a_repeated_paragraph_lists_each_answer_once(page):
+    page.get_by_role("tab", name="Answer").click()
+    page.locator("#qa-question textarea").fill("Where were the Norse raiders from?")
+    page.locator("#qa-context textarea").fill(" ".join([NORMANS] * 8))  # the same paragraph, eight times
+    page.get_by_role("button", name="Answer", exact=True).click()
+    expect(page.locator("#qa-about")).to_contain_text("overlapping windows")
+    rows = page.locator("#qa-nbest [role=row]")  # the header row, then one per answer: rank, answer, ...
+    expect(rows.nth(1)).to_contain_text("Denmark")
+    answers = [rows.nth(i).inner_text().split("\n")[1].strip() for i in range(1, rows.count())]
+    assert len(answers) > 1 and len(answers) == len(set(answers)), answers
+    _screenshot(page, "answer_repeated")
 
 
 def test_next_sentence_shows_an_is_next_probability(page):

@@ -6,6 +6,11 @@ the pairs that lie inside the context (tokens with a character offset), with
 end >= start and at most `max_answer_length` tokens, score each as start + end logit,
 and return the n-best list with softmax probabilities over the kept candidates and
 character offsets back into the original context.
+
+One entry per answer text: the same text reached twice (from two overlapping windows, or
+from a passage that repeats) is listed once, where it scored best. The top answer is the
+same either way (a lower-scored copy never outranks the best one); what changes is that the
+n-best list holds n different answers and its probabilities are not split across copies.
 """
 
 from __future__ import annotations
@@ -62,14 +67,15 @@ def best_spans(
                 raw.append((float(s_log[s] + e_log[e]), w, int(s), int(e)))
     if not raw:
         return []
-    raw.sort(key=lambda r: -r[0])
-    seen: set[tuple[int, int]] = set()
+    raw.sort(key=lambda r: -r[0])  # stable: equal scores keep window and token order
+    seen: set[str] = set()
     kept: list[tuple[float, int, int, int, int, int]] = []
     for score, w, s, e in raw:
         start_char, end_char = offsets[w][s][0], offsets[w][e][1]
-        if (start_char, end_char) in seen:  # the same text span seen from an overlapping window
+        text = context[start_char:end_char]
+        if text in seen:  # this answer is already listed, with a better (or equal, earlier) score
             continue
-        seen.add((start_char, end_char))
+        seen.add(text)
         kept.append((score, w, s, e, start_char, end_char))
         if len(kept) == n_best:
             break

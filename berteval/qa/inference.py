@@ -10,6 +10,7 @@ single pooled vector.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -135,9 +136,18 @@ def spans_streamed(model: torch.nn.Module, tokenizer, questions: list[str], cont
     return nbest, n_windows
 
 
+def fitted(settings: QASettings, model: torch.nn.Module) -> QASettings:
+    """The settings clipped to what a checkpoint can read: no window longer than its position table (a small
+    checkpoint may have fewer than 384 positions), the doc stride shrunk with it."""
+    limit = getattr(getattr(model, "config", None), "max_position_embeddings", None)
+    if not limit or limit >= settings.max_length:
+        return settings
+    return dataclasses.replace(settings, max_length=limit, doc_stride=min(settings.doc_stride, limit // 4))
+
+
 def answer(qa: QAModel, question: str, context: str, settings: QASettings = DEFAULTS, dtype: str = "fp32") -> Answer:
     """One question: the n-best answers and the logits of the window the best one came from."""
-    found = spans(qa.model, qa.tokenizer, [question], [context], settings, dtype)
+    found = spans(qa.model, qa.tokenizer, [question], [context], fitted(settings, qa.model), dtype)
     nbest = found.nbest[0]
     w = nbest[0].window if nbest else 0
     tokens = qa.tokenizer.convert_ids_to_tokens(found.windows.features[w]["input_ids"])

@@ -48,6 +48,12 @@ def offline_models() -> list[str]:
     return [models.DEFAULT, *models.derived.offline_names()]
 
 
+def suggested_models() -> list[str]:
+    """The Encoder box's choices: the offline models, and where the hub is reachable (a Space) a few SQuAD
+    checkpoints whose own QA head answers in the Answer tab (`qa.HUB_SQUAD_MODELS`)."""
+    return qa.suggested_models(offline_models())
+
+
 def model_name(text: str | None) -> str:
     """A blank model box means the embedded default."""
     return check_text(text, "model", required=False) or models.DEFAULT

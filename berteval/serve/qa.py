@@ -1,27 +1,89 @@
-"""The app's span-QA model: for the embedded default, the best committed fine-tuned adapter
-(chosen by the store's one rule, by dev F1); for any other checkpoint, its own trained QA
-head, refused where transformers would attach a random one."""
+"""The app's span-QA model, and the words that say which head answers and how good it is.
+
+For the embedded default: the demo head, trained on every SQuAD question available (the train
+subset and the official dev set) and served with its k-fold estimate (`berteval.qa.kfold`: each
+dev question answered by a head that never saw its article); before that head is committed, the
+best official-protocol adapter (trained on the train subset, scored on dev). For any other
+checkpoint (a hub SQuAD model such as distilbert/distilbert-base-cased-distilled-squad, or a
+local folder): its own trained QA head, refused where transformers would attach a random one.
+"""
 
 from __future__ import annotations
 
-from .. import models
+import dataclasses
+
+from .. import hub, models
 from ..errors import BertevalError
+from ..qa import kfold
 from ..qa.inference import QAModel, head_model, load_adapter
+from ..records import RunRecord
 from ..store import Store
 from ..tasks import get
+
+# SQuAD v1.1 checkpoints with their own trained QA head, suggested in the Encoder box where the hub
+# is reachable (a Space): small enough to answer on a CPU Space, each from the hub as it is.
+HUB_SQUAD_MODELS = (
+    "distilbert/distilbert-base-cased-distilled-squad",
+    "distilbert/distilbert-base-uncased-distilled-squad",
+    "csarron/bert-base-uncased-squad-v1",
+)
+
+
+def suggested_models(offline: list[str], reachable: bool | None = None) -> list[str]:
+    """The Encoder box's choices: the offline models, then the hub SQuAD checkpoints where the hub answers."""
+    if reachable is None:
+        reachable = hub.reachable()
+    return [*offline, *(HUB_SQUAD_MODELS if reachable else ())]
+
+
+def _metrics(rec: RunRecord) -> str:
+    return f"EM {rec.metrics['exact_match']:.1f}, F1 {rec.metrics['f1']:.1f}"
+
+
+def estimate_text(rec: RunRecord) -> str:
+    """A k-fold estimate record, in words: what trained, on what, and how it was scored."""
+    folds = rec.config.get("folds", [])
+    per_fold = "; ".join(f"fold {f['fold']}: F1 {f['f1']:.1f}" for f in folds)
+    return (f"{rec.config.get('training', {}).get('trained', rec.regime)}, trained on all {rec.n_train:,} SQuAD "
+            f"questions we have (the train subset and the official dev set). Its quality, estimated by "
+            f"{len(folds)}-fold cross-validation over the dev articles (each of the {rec.n_eval:,} dev questions "
+            f"answered once by a head that never saw its article): **{_metrics(rec)}** ({per_fold}; record "
+            f"`{rec.run_id}`). An estimate, not an official-dev score: the leaderboard shows it apart")
+
+
+def served_record(store: Store, name: str = models.DEFAULT) -> RunRecord | None:
+    """The record behind the default model's served head, read without loading any weights: the committed
+    k-fold demo head with the best estimate, else the best official-protocol LoRA adapter (None: neither)."""
+    ident = models.identify(name)
+    version = get("squad").version
+    demos = [r for r in store.read("squad")[0]
+             if kfold.is_estimate(r) and r.model == ident.model_id and r.model_revision == ident.revision
+             and r.task_version == version and r.config.get("adapter_dir")
+             and (store.root / r.config["adapter_dir"]).exists()]
+    if demos:
+        return max(demos, key=lambda r: (r.main_value, r.run_id))
+    found = store.best("squad", model_id=ident.model_id, revision=ident.revision, version=version,
+                       regime="finetune", artifact="adapter_dir")
+    return found.record if found is not None else None
+
+
+def head_text(rec: RunRecord) -> str:
+    """Which head answers, and how good it is, in words."""
+    if kfold.is_estimate(rec):
+        return f"the demo head: {estimate_text(rec)}."
+    return (f"LoRA fine-tuned on the {rec.n_train:,}-question SQuAD train subset; official dev {_metrics(rec)} "
+            f"(record `{rec.run_id}`)")
 
 
 def demo_model(name: str = models.DEFAULT, store: Store | None = None) -> QAModel:
     if name != models.DEFAULT:
         loaded = models.load(name)
         return QAModel(head_model(loaded, require_pretrained=True), loaded.tokenizer,
-                       f"pretrained QA head of {loaded.model_id}")
+                       f"pretrained QA head of {loaded.model_id}, as its checkpoint ships it")
     store = store or Store()
-    ident = models.identify(name)
-    task = get("squad")
-    found = store.best(task.name, model_id=ident.model_id, revision=ident.revision, version=task.version,
-                       regime="finetune", artifact="adapter_dir")
-    if found is None:
-        raise BertevalError(f"no committed SQuAD adapter for {ident.model_id} under {store.root}; run: python -m "
-                            f"berteval run --task squad --regime finetune --seeds 0 --data-dir ../shared/data")
-    return load_adapter(found.path)
+    rec = served_record(store, name)
+    if rec is None:
+        raise BertevalError(f"no committed SQuAD adapter for {models.identify(name).model_id} under {store.root}; "
+                            f"run: python -m berteval run --task squad --regime finetune --seeds 0 --data-dir "
+                            f"../shared/data")
+    return dataclasses.replace(load_adapter(store.root / rec.config["adapter_dir"]), source=head_text(rec))

@@ -61,18 +61,23 @@ def via_client(client: Client, endpoint: str, i: int) -> tuple[float, str]:
     return time.perf_counter() - t0, message(result)
 
 
-def via_http(http: httpx.Client, endpoint: str, i: int) -> tuple[float, str]:
-    """(seconds, message or '') for one request through Gradio's REST route on a kept-alive connection."""
-    api = endpoint.replace("/floor", "/classify")
+def call_http(http: httpx.Client, api: str, data: list) -> tuple[float, list | None, str]:
+    """(seconds, outputs or None, message or '') for one request through Gradio's REST route."""
     t0 = time.perf_counter()
-    event = http.post(f"/gradio_api/call{api}", json={"data": list(inputs(endpoint, i))}).json()["event_id"]
-    with http.stream("GET", f"/gradio_api/call{api}/{event}") as stream:
+    event = http.post(f"gradio_api/call{api}", json={"data": data}).json()["event_id"]
+    with http.stream("GET", f"gradio_api/call{api}/{event}") as stream:
         text = "".join(stream.iter_text())
     seconds = time.perf_counter() - t0
     if "event: complete" not in text:
-        return seconds, f"no result: {text[-300:]}"
-    data = json.loads(text.split("event: complete", 1)[1].split("data:", 1)[1].strip().split("\n", 1)[0])
-    return seconds, message(data)
+        return seconds, None, f"no result: {text[-300:]}"
+    out = json.loads(text.split("event: complete", 1)[1].split("data:", 1)[1].strip().split("\n", 1)[0])
+    return seconds, out, message(out)
+
+
+def via_http(http: httpx.Client, endpoint: str, i: int) -> tuple[float, str]:
+    """(seconds, message or '') for one request through Gradio's REST route on a kept-alive connection."""
+    seconds, _, msg = call_http(http, endpoint.replace("/floor", "/classify"), list(inputs(endpoint, i)))
+    return seconds, msg
 
 
 def percentiles(seconds: list[float]) -> str:

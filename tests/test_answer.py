@@ -1,0 +1,157 @@
+"""The Answer tab's promises: one n-best entry per answer text, the head that answers named with its
+estimate (the k-fold demo head before an official-protocol adapter), a checkpoint's own QA head, the
+Encoder box's hub suggestions, and one context limit said alike by the page and the README."""
+
+from __future__ import annotations
+
+import itertools
+import sys
+
+import numpy as np
+import pytest
+
+from berteval import models, records, serve
+from berteval.qa import DEFAULTS, kfold
+from berteval.qa.decode import best_spans
+from berteval.serve import qa as serve_qa
+from berteval.store import Store
+from conftest import REPO
+
+# --- one entry per answer ----------------------------------------------------------------------
+
+PARA = "Rollo came from Denmark."
+REPEATED = " ".join([PARA] * 8)
+
+
+def _windows_over(context: str, per_window: int = 2):
+    """Character spans of each word, cut into windows of `per_window` paragraphs (question slots first)."""
+    words, pos = [], 0
+    for w in context.split(" "):
+        words.append((pos, pos + len(w)))
+        pos += len(w) + 1
+    n = len(PARA.split(" "))
+    return [[None, None, *words[i:i + per_window * n], None] for i in range(0, len(words), per_window * n)]
+
+
+def test_a_repeated_paragraph_gives_each_answer_once_with_its_best_score():
+    offsets = _windows_over(REPEATED)
+    starts, ends = [], []
+    for w, offs in enumerate(offsets):  # every copy of "Denmark." scores high, a later window slightly higher
+        s, e = np.zeros(len(offs)), np.zeros(len(offs))
+        for t, o in enumerate(offs):
+            if o is not None and REPEATED[o[0]:o[1]] == "Denmark.":
+                s[t], e[t] = 5.0 + w, 5.0 + w
+        starts.append(s)
+        ends.append(e)
+    cands = best_spans(starts, ends, offsets, REPEATED)
+    texts = [c.text for c in cands]
+    assert len(texts) == len(set(texts))  # eight copies of the paragraph, one "Denmark." in the list
+    assert texts[0] == "Denmark." and cands[0].score == 2 * (5.0 + len(offsets) - 1)  # the best copy's score
+    assert sum(c.probability for c in cands) == pytest.approx(1.0)
+
+
+def _brute_force_best(starts, ends, offsets, context, max_len=DEFAULTS.max_answer_length):
+    best = None
+    for w, (s, e, offs) in enumerate(zip(starts, ends, offsets)):
+        ctx = [t for t, o in enumerate(offs) if o is not None]
+        for a, b in itertools.product(ctx, ctx):
+            if a <= b < a + max_len and (best is None or s[a] + e[b] > best[0]):
+                best = (s[a] + e[b], context[offs[a][0]:offs[b][1]])
+    return best
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_top_answer_is_the_best_span_whatever_the_duplicates(seed):
+    """Why SQuAD records keep their meaning: removing lower-scored copies of a text never changes the top one."""
+    rng = np.random.default_rng(seed)
+    offsets = _windows_over(REPEATED)
+    starts = [rng.normal(size=len(o)).round(1) for o in offsets]  # rounded: ties happen
+    ends = [rng.normal(size=len(o)).round(1) for o in offsets]
+    top = best_spans(starts, ends, offsets, REPEATED)[0]
+    score, _ = _brute_force_best(starts, ends, offsets, REPEATED)
+    assert top.score == pytest.approx(score)
+    texts = [c.text for c in best_spans(starts, ends, offsets, REPEATED)]
+    assert len(texts) == len(set(texts))
+
+
+# --- which head answers --------------------------------------------------------------------------
+
+def _record(run_id: str, split: str, regime: str, n_train: int, f1: float, config: dict) -> records.RunRecord:
+    ident = models.identify(models.DEFAULT)
+    return records.RunRecord(
+        schema_version=records.SCHEMA_VERSION, run_id=run_id, timestamp="2026-01-01T00:00:00+00:00",
+        model=ident.model_id, model_revision=ident.revision, task="squad", task_version="1", data_sha256="0" * 64,
+        split=split, pooling="span", regime=regime, layer=-1, seed=0, metrics={"exact_match": f1 - 12, "f1": f1},
+        main_metric="f1", n_train=n_train, n_eval=10570, config=config, versions={}, git_commit="x", device="cpu",
+        dtype="fp32", wall_s=1.0)
+
+
+def test_the_kfold_demo_head_is_served_before_the_official_adapter_and_named_with_its_estimate(tmp_path):
+    store = Store(tmp_path)
+    for rel in ("adapters/squad/official", "adapters/squad/demo"):
+        (tmp_path / rel).mkdir(parents=True)
+    official = _record("official", "validation", "finetune", 3939, 54.1, {"adapter_dir": "adapters/squad/official"})
+    store.append(official)
+    assert serve_qa.served_record(store).run_id == "official"
+    assert "official dev EM 42.1, F1 54.1" in serve_qa.head_text(official)
+    folds = [{"fold": f, "f1": 60.0 + f, "exact_match": 50.0} for f in (1, 2)]
+    store.append(_record("fold1", f"{kfold.KFOLD_SPLIT} (k=2): fold 1, 24 held-out articles", "finetune-lora-plus",
+                         9187, 61.0, {"kfold": {"fold": 1}}))
+    demo = _record("demo", f"{kfold.KFOLD_SPLIT} (k=2)", "finetune-lora-plus", 14509, 62.5,
+                   {"adapter_dir": "adapters/squad/demo", "folds": folds,
+                    "training": {"trained": "LoRA adapters on every encoder linear layer + span head"}})
+    store.append(demo)
+    assert serve_qa.served_record(store).run_id == "demo"  # the estimate, never a fold's part
+    text = serve_qa.head_text(demo)
+    for words in ("the demo head", "14,509", "2-fold cross-validation", "10,570", "EM 50.5, F1 62.5",
+                  "fold 1: F1 61.0", "fold 2: F1 62.0", "not an official-dev score", "`demo`"):
+        assert words in text
+    (tmp_path / "adapters/squad/demo").rmdir()  # its artifact gone: back to the official adapter
+    assert serve_qa.served_record(store).run_id == "official"
+
+
+def test_a_checkpoint_with_its_own_qa_head_answers_in_the_tab(tmp_path):
+    pytest.importorskip("gradio")
+    from transformers import BertForQuestionAnswering
+
+    from conftest import _tokenizer, tiny_config
+
+    sys.path.insert(0, str(REPO))
+    import app
+
+    folder = tmp_path / "tiny-squad"  # saved as a hub SQuAD checkpoint is: save_pretrained, QA head included
+    folder.mkdir()
+    BertForQuestionAnswering(tiny_config()).save_pretrained(folder)
+    _tokenizer(folder).save_pretrained(folder)
+    context = " ".join(["the cat was very fun and the dog was dull ."] * 8)
+    highlighted, nbest, fig, about, box = app.answer(str(folder), "what was fun ?", context)
+    assert not box.get("visible") and "pretrained QA head of" in about
+    assert nbest["answer"].is_unique  # the repeated sentence: each answer text once
+
+
+def test_hub_squad_checkpoints_are_suggested_only_where_the_hub_answers(monkeypatch):
+    from huggingface_hub import constants
+
+    offline = serve.offline_models()
+    assert serve_qa.suggested_models(offline, reachable=False) == offline
+    online = serve_qa.suggested_models(offline, reachable=True)
+    assert online[:len(offline)] == offline and "distilbert/distilbert-base-cased-distilled-squad" in online
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    assert serve.suggested_models() == offline
+
+
+# --- limits, said once ---------------------------------------------------------------------------
+
+def test_the_page_and_the_readme_state_the_same_limits_and_queue():
+    pytest.importorskip("gradio")
+    sys.path.insert(0, str(REPO))
+    import app
+
+    limit = serve.LIMITS["context"]
+    readme = (REPO / "README.md").read_text()
+    assert f"{limit:,}" in app.QA_LIMITS and f"context {limit:,}" in app.SERVING
+    assert f"contexts up to {limit:,} characters" in readme.lower()
+    assert "20,000-character context is cut" not in readme  # the old claim the app never honoured
+    shown = [c.get("props", {}).get("value") for c in app.build_demo().config["components"]]
+    assert app.SERVING in shown and any(app.QA_LIMITS in str(v) for v in shown)
+    assert f"{app.CONCURRENCY} requests at a time" in app.SERVING and f"{app.QUEUE_SIZE} waiting" in app.SERVING
