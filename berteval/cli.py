@@ -30,6 +30,8 @@ EXAMPLES = """examples:
       --data-dir ../shared/data
   python -m berteval run --task squad --model default --regime finetune --seeds 0 --data-dir ../shared/data \
       --out leaderboard/results
+  python -m berteval run --task squad --regime finetune-lora-plus --folds 2 --seeds 0 --data-dir ../shared/data \
+      --out leaderboard/results   # the demo QA head and its k-fold estimate
   python -m berteval derive default+nsp-pooler --data-dir ../shared/data
   python -m berteval run --task nsp --model default+nsp-pooler --regime pretrained --data-dir ../shared/data
   python -m berteval ls

@@ -106,3 +106,14 @@ def test_kfold_refuses_what_it_cannot_do(regime, kw, message, tiny_models, tiny_
     spec = _spec(tiny_models["pretraining"], tiny_squad_qa, tmp_path, regime, **{"folds": 2, **kw})
     with pytest.raises(BertevalError, match=message):
         runs.run(spec)
+
+
+def test_the_leaderboard_lists_kfold_records_apart_and_never_ranks_them(kfold_run, tiny_models, tiny_squad_qa):
+    import leaderboard
+
+    out, report = kfold_run
+    official = runs.run(_spec(tiny_models["pretraining"], tiny_squad_qa, out, "finetune")).written[0]
+    v = leaderboard.views(paths=[out])
+    assert list(v["estimates"]["run_id"]) == [r.run_id for r in report.written]  # folds and estimate, apart
+    assert set(v["table"]["regime"]) == {"finetune"} and official.run_id in " ".join(v["table"]["run_ids"])
+    assert v["n_records"] == 1  # nothing k-fold in what the figures and bands see
