@@ -30,8 +30,6 @@ def views(model=None, task=None, pooling=None, regime=None, search: str | None =
     df, problems = data.load(paths, repo=repo)
     apart = data.estimates(df)  # k-fold estimates: shown apart, never ranked with official-dev records
     df = df[~data.is_estimate(df)]
-    apart = data.estimates(df)  # k-fold estimates: shown apart, never ranked with official-dev records
-    df = df[~data.is_estimate(df)]
     rows = data.filter_records(df, model=model, task=task, pooling=pooling, regime=regime)
     band_frame = bands.rank_bands(df)  # from every record: a filter never changes a band
     tab = table.leaderboard_table(rows, search=search, band_frame=band_frame)
@@ -47,7 +45,6 @@ def views(model=None, task=None, pooling=None, regime=None, search: str | None =
         "csv": table.to_csv(tab),
         "choices": table.choices(df),  # from all records, so a filter never hides its own options
         "problems": [str(p) for p in problems],
-        "estimates": apart,
         "estimates": apart,
         "n_records": len(rows),
     }
