@@ -50,9 +50,11 @@ SERVING = (f"Served by one queue: {CONCURRENCY} requests at a time per action, u
 NBEST_COLUMNS = ["rank", "answer", "probability", "start + end logit", "characters", "window"]
 EMPTY_NBEST = pd.DataFrame(columns=NBEST_COLUMNS)
 # The page shows the columns a reader compares, numbers rounded; the CSV download keeps every column.
-TABLE_SHOWN = ["task", "regime", "pooling", "layer", "main_metric", "mean ± std", "ci95_low", "ci95_high", "n_seeds",
-               "n_train", "n_eval", "model"]
+TABLE_SHOWN = ["task", "regime", "pooling", "layer", "main_metric", "mean ± std", "band", "ci95_low", "ci95_high", "n_seeds",
+               "n_train", "n_eval", "model", "reproduce", "run_ids"]
 EMPTY_TABLE = pd.DataFrame(columns=TABLE_SHOWN)
+EMPTY_REFS = pd.DataFrame(columns=["published model", "task", "regime", "head reads", "metric", "published value",
+                                   "source", "not the same as berteval's setting"])
 CSV_DIR = Path(tempfile.gettempdir()) / "berteval-app"
 
 # System fonts: Gradio's bundled Source Sans Pro SemiBold lacks most capitals, so bold text mixed two fonts
@@ -233,7 +235,8 @@ def look_inside(model_text: str, text: str):
 
 # --- Leaderboard --------------------------------------------------------------------------------------
 
-FIGURES = ("ablation", "layers", "heatmap", "significance", "learning_curves", "every_layer", "span_vector")
+FIGURES = ("ablation", "layers", "heatmap", "significance", "models", "pooler_effect", "learning_curves",
+           "every_layer", "span_vector")
 
 
 def _filter(value):
@@ -291,6 +294,58 @@ def board_choices():
     return tuple(gr.update(choices=["all", *choices[f]]) for f in ("model", "task", "pooling", "regime"))
 
 
+def board_context(model, task, pooling, regime):
+    """The findings (first in the tab) and the published reference numbers, for the current filters."""
+    try:
+        df, _ = leaderboard.data.load()
+        # A finding compares heads: the pooling filter does not narrow it.
+        rows = leaderboard.data.filter_records(df, model=_filter(model), task=_filter(task), regime=_filter(regime))
+        found = leaderboard.findings.as_markdown(leaderboard.findings.findings(rows))
+        return f"### Findings\n{found}", leaderboard.references.table(_filter(task), _filter(regime))
+    except Exception as exc:  # noqa: BLE001: the tab still shows everything else
+        log.exception("findings failed")
+        return f"⚠️ Findings could not be written ({type(exc).__name__}: {exc}).", EMPTY_REFS
+
+
+def board_from_url(request: gr.Request):
+    """Page load: a link with leaderboard query parameters opens the tab on that view (filters set from the URL)."""
+    choices = leaderboard.views()["choices"] if request is not None and request.query_params else None
+    state = leaderboard.urlstate.from_query(getattr(request, "query_params", None), choices or {})
+    if not state["shared"]:
+        return (gr.skip(), *(gr.skip() for _ in leaderboard.urlstate.FILTERS), gr.skip(), False, "")
+    drops = [gr.update(choices=["all", *choices[f]], value=state["filters"][f]) for f in leaderboard.urlstate.FILTERS]
+    return (gr.Tabs(selected="leaderboard"), *drops, state["search"], True, "\n\n".join(state["notes"]))
+
+
+def board_if_shared(shared, model, task, pooling, regime, search):
+    """After page load: build the tab once for a shared link; nothing for a plain visit."""
+    n = 4 + len(FIGURES) + 2
+    if not shared:
+        return tuple(gr.skip() for _ in range(n))
+    return (*board(model, task, pooling, regime, search), *board_context(model, task, pooling, regime))
+
+
+def disagree_heads(model, task, regime, seed):
+    """The two head pickers: the heads of the run the filters name."""
+    df, _ = leaderboard.data.load()
+    heads = leaderboard.disagreements.heads(df, _filter(task), _filter(model), _filter(regime), seed)
+    return (gr.update(choices=heads, value=heads[0] if heads else None),
+            gr.update(choices=heads, value=heads[1] if len(heads) > 1 else None))
+
+
+def disagree(model, task, regime, seed, head_a, head_b):
+    """The examples two heads of one run disagree on (the same code as `python -m berteval disagree`)."""
+    df, _ = leaderboard.data.load()
+    try:
+        from berteval.config import data_dir
+
+        folder = data_dir(None)
+    except BertevalError:
+        folder = None
+    return leaderboard.disagreements.view(df, _filter(task), _filter(model), _filter(regime), seed, head_a, head_b,
+                                          data_dir=folder, limit=25)
+
+
 # --- The page -----------------------------------------------------------------------------------------
 
 def _note(text: str) -> None:
@@ -318,7 +373,7 @@ def build_demo() -> gr.Blocks:
                                      "pre-training continued; +random: the untrained floor). A hub id such as "
                                      "bert-base-uncased works where the hub is reachable; there the list also offers "
                                      "SQuAD checkpoints, whose own QA head answers in the Answer tab.")
-        with gr.Tabs():
+        with gr.Tabs() as tabs:
             with gr.Tab("Classify", id="classify"):
                 _note("A sentence → positive / negative, by the committed SST-2 probe head reading the vector you "
                       "choose.")
@@ -380,28 +435,63 @@ def build_demo() -> gr.Blocks:
                       "inside")
 
             with gr.Tab("Leaderboard", id="leaderboard") as board_tab:
-                _note("Every committed result record, aggregated over seeds. Filters apply to the table and the "
-                      "figures.")
+                findings_box = gr.Markdown(elem_id="board-findings")
+                _note("Every committed result record, aggregated over seeds. Filters apply to the findings, the table "
+                      "and the figures, and live in the page's address: copy it to share this view. `band`: heads in "
+                      "one band are not separated by the paired tests (McNemar, every seed, Holm-corrected).")
                 with gr.Row():
-                    filters = [gr.Dropdown(["all"], value="all", label=f, allow_custom_value=True)
+                    filters = [gr.Dropdown(["all"], value="all", label=f, allow_custom_value=True, elem_id=f"board-{f}")
                                for f in ("model", "task", "pooling", "regime")]
-                    search = gr.Textbox(label="search", placeholder="words that every row must contain", max_lines=1,
-                                        elem_id="board-search")
+                    search = gr.Textbox(label="search (Enter)", placeholder="words that every row must contain",
+                                        max_lines=1, elem_id="board-search")
                 board_status = _status_box("board")
+                url_note = gr.Markdown(elem_id="board-url-note")
                 summary = gr.Markdown(elem_id="board-summary")
                 table = gr.Dataframe(EMPTY_TABLE, label="Leaderboard", interactive=False, max_height=640,
                                      elem_id="board-table")
                 with gr.Row():
                     download = gr.DownloadButton("Download CSV (every column)", size="sm", scale=0, min_width=220,
                                                  elem_id="board-csv")
+                with gr.Accordion("The examples behind a paired test: where two heads of one run disagree",
+                                  open=False, elem_id="board-disagree"):
+                    _note("Pick a model, task and regime in the filters above, a seed, and two heads.")
+                    with gr.Row():
+                        seed = gr.Dropdown(["0", "1", "2"], value="0", label="seed", allow_custom_value=True, scale=0,
+                                           min_width=100)
+                        head_a = gr.Dropdown([], label="head A", allow_custom_value=True, elem_id="board-head-a")
+                        head_b = gr.Dropdown([], label="head B", allow_custom_value=True, elem_id="board-head-b")
+                        go_disagree = gr.Button("Show the disagreements", scale=0, min_width=200)
+                    disagree_summary = gr.Markdown(elem_id="board-disagree-summary")
+                    disagree_table = gr.Dataframe(interactive=False, wrap=True, max_height=520,
+                                                  elem_id="board-disagree-table")
                 plots = [gr.Plot(label=f) for f in FIGURES]
+                gr.Markdown("**Published numbers for context** (other models, data and protocols; never ranked with "
+                            "the measured rows)")
+                refs = gr.Dataframe(EMPTY_REFS, interactive=False, wrap=True, elem_id="board-references")
                 outputs = [summary, table, download, *plots, board_status]
-                for control in (*filters, search):
-                    control.change(board, [*filters, search], outputs, api_visibility="private")
+                context = [findings_box, refs]
+                inputs = [*filters, search]
+                # User edits only (.input / Enter): the URL handler below sets the filters without re-running this.
+                # The browser first writes the filters into the address bar (js), then the handler runs.
+                for control in filters:
+                    control.input(board, inputs, outputs, js=leaderboard.urlstate.SYNC_JS, api_visibility="private")
+                    control.input(board_context, filters, context, api_visibility="private")
+                search.submit(board, inputs, outputs, js=leaderboard.urlstate.SYNC_JS, api_visibility="private")
                 # Built when the tab is opened, not on every page load: records are re-read each time (a run
                 # may have added some), and a visitor who never opens the tab costs nothing.
                 board_tab.select(board_choices, None, filters, api_visibility="private")
-                board_tab.select(board, [*filters, search], outputs, api_name="leaderboard")
+                board_tab.select(board, inputs, outputs, api_name="leaderboard")
+                board_tab.select(board_context, filters, context, api_visibility="private")
+                run_filters = [filters[0], filters[1], filters[3], seed]
+                for control in (filters[0], filters[1], filters[3], seed):
+                    control.input(disagree_heads, run_filters, [head_a, head_b], api_visibility="private")
+                board_tab.select(disagree_heads, run_filters, [head_a, head_b], api_visibility="private")
+                go_disagree.click(disagree, [*run_filters, head_a, head_b], [disagree_summary, disagree_table],
+                                  api_name="disagree")
+        # A shared link (?tab=leaderboard&task=...) opens on that view: filters from the URL, then the tab built once.
+        shared = gr.State(False)
+        page.load(board_from_url, None, [tabs, *filters, search, shared, url_note], api_visibility="private").then(
+            board_if_shared, [shared, *inputs], [*outputs, *context], api_visibility="private")
         _note(SERVING)
     page.queue(default_concurrency_limit=CONCURRENCY, max_size=QUEUE_SIZE)
     return page

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import Iterable
 
-from . import bands, compare, curves, data, disagreements, figures, findings, references, table
+from . import bands, compare, curves, data, disagreements, figures, findings, references, table, urlstate
 
 
 def views(model=None, task=None, pooling=None, regime=None, search: str | None = None,
@@ -38,7 +38,9 @@ def views(model=None, task=None, pooling=None, regime=None, search: str | None =
         **curves.all_figures(rows),  # learning curves, every layer, span QA from one vector
         "models": compare.model_pooling_figure(rows),
         "pooler_effect": compare.pooler_effect_figure(rows),
-        "findings": findings.as_markdown(findings.findings(rows)),
+        # A finding compares heads, so the pooling filter does not narrow it (model, task and regime do).
+        "findings": findings.as_markdown(findings.findings(
+            data.filter_records(df, model=model, task=task, regime=regime))),
         "references": references.table(task, regime),
         "frame": df,
         "table": tab,
@@ -50,4 +52,5 @@ def views(model=None, task=None, pooling=None, regime=None, search: str | None =
     }
 
 
-__all__ = ["views", "bands", "compare", "curves", "data", "disagreements", "figures", "findings", "references", "table"]
+__all__ = ["views", "bands", "compare", "curves", "data", "disagreements", "figures", "findings", "references", "table",
+           "urlstate"]
