@@ -165,6 +165,11 @@ def _cmd_run(args) -> int:
         size = f" train {rec.config['train_size']:,}" if "train_size" in rec.config else ""
         print(f"wrote {rec.task} {rec.pooling}@{rec.layer}{size} seed {rec.seed}: "
               f"{rec.main_metric} {rec.main_value:.4f} ({rec.wall_s:.1f}s)")
+    from .store import is_writer, process_count
+
+    if not is_writer():  # under accelerate launch: this process trained and scored with the others; rank 0 writes
+        print(f"process {os.environ.get('RANK')} of {process_count()}: done; rank 0 writes the records")
+        return 0
     print(f"{len(report.written)} records written, {len(report.skipped)} already present "
           f"-> {Store(spec.out).records_path(task.name)}; encoded {report.encoded_examples} examples "
           f"in {report.encode_wall_s:.1f}s")

@@ -23,6 +23,7 @@ from pathlib import Path
 from . import metrics, models, provenance, records, regimes
 from .errors import BertevalError
 from .regimes.base import Cell, CellResult
+from . import store as store_mod
 from .store import Store
 from .tasks.base import Split, TaskData, TaskSpec
 
@@ -126,7 +127,10 @@ def run(spec: RunSpec) -> RunReport:
     done = ctx.store.finished_ids(spec.task.name)
     todo: list[tuple[Cell, str]] = []
     for cell in regime.cells(ctx):
-        rid = records.run_id(regime.identity(ctx, cell))
+        identity = regime.identity(ctx, cell)
+        if store_mod.process_count() > 1:  # N processes train on N batches a step: another cell (alone keeps its id)
+            identity = {**identity, "processes": store_mod.process_count()}
+        rid = records.run_id(identity)
         (ctx.report.skipped.append(rid) if rid in done else todo.append((cell, rid)))
     if not todo:
         return ctx.report
@@ -150,7 +154,7 @@ def _store(ctx: Run, cell: Cell, rid: str, result: CellResult, wall_s: float) ->
     rec.paired_tests = store.paired_tests(rec, result.correct)
     if store.append(rec):
         ctx.report.written.append(rec)
-    else:  # another process into the same folder wrote this run id meanwhile (or this is not rank 0)
+    elif store_mod.is_writer():  # another process into the same folder wrote this run id meanwhile
         ctx.report.skipped.append(rid)
 
 
@@ -179,7 +183,7 @@ def new_record(ctx: Run, cell: Cell, rid: str, result: CellResult, config: dict,
         n_eval=result.n_eval,
         config={"command": command, "model_source": model.source,
                 "pooler_provenance": model.heads.pooler_provenance, **config,
-                "peak_rss_mb": provenance.peak_rss_mb()},
+                "peak_rss_mb": provenance.peak_rss_mb(), "processes": store_mod.process_count()},
         versions=provenance.versions(),
         git_commit=provenance.git_commit(),
         device=provenance.device(),

@@ -35,6 +35,11 @@ def is_writer() -> bool:
     return os.environ.get("RANK", "0") == "0"
 
 
+def process_count() -> int:
+    """How many processes run this command together (`accelerate launch` / torchrun set WORLD_SIZE); 1 alone."""
+    return int(os.environ.get("WORLD_SIZE", "1"))
+
+
 def write_atomic(path: Path, data: bytes) -> None:
     """Write beside the target, then rename: a reader never sees half a file, a kill leaves the old one."""
     path.parent.mkdir(parents=True, exist_ok=True)

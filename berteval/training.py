@@ -26,6 +26,7 @@ import torch
 from torch.utils.data import DataLoader, RandomSampler
 from tqdm.auto import tqdm
 
+from .errors import BertevalError
 from .seeds import torch_generator
 
 
@@ -147,8 +148,22 @@ def train(model: torch.nn.Module, dataset, collate: Callable, loss_fn: Callable,
     `on_epoch_end(model, epoch) -> score` (higher is better, e.g. held-out accuracy), the
     weights of the best-scoring epoch are the ones left in `model` (model selection)."""
     from accelerate import Accelerator
+    from accelerate.utils import DistributedDataParallelKwargs
 
-    accelerator = Accelerator(mixed_precision="bf16" if cfg.dtype == "bf16" else "no")
+    # cpu=True where there is no GPU: accelerate joins the processes of a multi-process launch over gloo only
+    # when told it runs on the CPU; otherwise each process trains alone, unsynchronised, believing it is rank 0.
+    # find_unused_parameters: a head reading `cls` or `mean` leaves the pooler without a gradient, and DDP
+    # stops at the second step when a trainable parameter got none (one process never notices).
+    accelerator = Accelerator(mixed_precision="bf16" if cfg.dtype == "bf16" else "no",
+                              cpu=not torch.cuda.is_available(),
+                              kwargs_handlers=[DistributedDataParallelKwargs(find_unused_parameters=True)])
+    launched = int(os.environ.get("WORLD_SIZE", "1"))
+    if accelerator.num_processes != launched:
+        raise BertevalError(
+            f"{launched} processes were launched but accelerate joined {accelerator.num_processes}: they would "
+            f"train separately. On a CPU machine launch with torchrun semantics, e.g. `accelerate launch "
+            f"--multi_gpu --num_processes {launched} -m berteval run ...` (no GPU needed: the processes meet over gloo)."
+        )
     steps_per_epoch = math.ceil(len(dataset) / cfg.batch_size / accelerator.num_processes)
     total = max(1, int(round(cfg.epochs * steps_per_epoch)))
     params, optimizer, scheduler = _optimiser(model, cfg, total)

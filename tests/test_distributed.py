@@ -1,0 +1,45 @@
+"""Runs under a multi-process launch (`accelerate launch`, torchrun): every process runs the same
+command, rank 0 alone writes, and a record names how many processes made it. The real two-process
+run (gloo, a SIGKILL of either process, resume) is `tests/tools/accelerate_check.py`, run here
+behind the slow marker."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from berteval import records, runs
+from berteval.tasks import get
+
+from conftest import REPO
+
+
+def _probe(model, data, out):
+    return runs.run(runs.RunSpec(task=get("sst2"), model=str(model), poolings=["cls"], seeds=[0], data_dir=data,
+                                 out=out, progress=False))
+
+
+def test_records_name_the_process_count_and_only_rank_0_writes(tiny_models, tiny_sst2, tmp_path, monkeypatch):
+    alone = _probe(tiny_models["pretraining"], tiny_sst2, tmp_path / "alone").written[0]
+    assert alone.config["processes"] == 1
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "1")
+    rank1 = _probe(tiny_models["pretraining"], tiny_sst2, tmp_path / "two")
+    assert rank1.written == [] and rank1.skipped == [] and not (tmp_path / "two" / "sst2.jsonl").exists()
+    monkeypatch.setenv("RANK", "0")
+    rank0 = _probe(tiny_models["pretraining"], tiny_sst2, tmp_path / "two").written[0]
+    assert rank0.config["processes"] == 2
+    # Two processes train on two batches a step: not the cell one process trains, so not its run id;
+    # one process keeps the id it always had.
+    assert rank0.run_id != alone.run_id
+    got, problems = records.read_records([tmp_path / "two" / "sst2.jsonl"])
+    assert problems == [] and [r.run_id for r in got] == [rank0.run_id]
+
+
+@pytest.mark.slow
+def test_fine_tune_under_accelerate_launch_with_two_processes_survives_a_kill_of_either():
+    sys.path.insert(0, str(REPO / "tests" / "tools"))
+    import accelerate_check
+
+    assert accelerate_check.main(["--train", "1500"]) == 0

@@ -1,0 +1,185 @@
+"""A bounded load check of the app on loopback: bursts of concurrent requests larger than the queue.
+
+    python tests/tools/load_check.py                      # starts `python app.py` on a free 127.0.0.1 port
+    python tests/tools/load_check.py --url http://127.0.0.1:7860/ --pid <app pid>   # an app already running
+
+Each round posts `--burst` requests at once (classify and answer alternating, each a separate
+visitor) through Gradio's REST route (`POST /gradio_api/call/<api>`, then the event stream) and
+waits for all of them. The app's queue runs 2 requests at a time and holds 64 waiting; what
+does not fit is refused at once with HTTP 503 "Queue is full". Per round and overall: requests
+answered with a result, refused with "queue full", failed any other way (the number that must be
+0), p50 / p95 / max latency of the answered ones (post to result: queue wait included), and
+the server's resident memory (VmRSS) before the first round and after each. Bounded: `--rounds`
+x `--burst` requests, `--timeout` seconds per request; loopback only (the URL must be a
+127.0.0.1 / localhost address). Exit 1 when any request failed or the server stopped answering.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlparse
+
+import httpx
+
+REPO = Path(__file__).resolve().parents[2]
+SENTENCES = ["A gorgeous, witty, seductive movie.", "The plot is a mess and the acting is even worse.",
+             "It's not a bad film, just a forgettable one.", "An absorbing and unsettling psychological drama."]
+QUESTION = "In what country is Normandy located?"
+CONTEXT = ("The Normans were the people who in the 10th and 11th centuries gave their name to Normandy, a region in "
+           "France. They were descended from Norse raiders and pirates from Denmark, Iceland and Norway who, under "
+           "their leader Rollo, agreed to swear fealty to King Charles III of West Francia.")
+
+
+def request(i: int) -> tuple[str, list]:
+    """The i-th request of a burst: (api, inputs)."""
+    if i % 2 == 0:
+        return "classify", ["default", SENTENCES[i // 2 % len(SENTENCES)], "mean"]
+    return "answer", ["default", QUESTION, CONTEXT]
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of a process (and nothing else), from /proc."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no VmRSS for pid {pid}")
+
+
+@dataclass
+class Outcome:
+    api: str
+    kind: str  # "answered", "queue full", "failed"
+    seconds: float
+    detail: str = ""
+
+
+@dataclass
+class Tally:
+    outcomes: list[Outcome] = field(default_factory=list)
+
+    def count(self, kind: str) -> int:
+        return sum(o.kind == kind for o in self.outcomes)
+
+    def latency(self, api: str | None = None) -> str:
+        ms = sorted(o.seconds * 1000 for o in self.outcomes if o.kind == "answered" and api in (None, o.api))
+        if not ms:
+            return "no answers"
+        p95 = ms[min(len(ms) - 1, round(0.95 * (len(ms) - 1)))]
+        return f"p50 {statistics.median(ms):6.0f} ms, p95 {p95:6.0f} ms, max {ms[-1]:6.0f} ms (n={len(ms)})"
+
+
+async def one(http: httpx.AsyncClient, i: int, timeout: float) -> Outcome:
+    api, data = request(i)
+    t0 = time.perf_counter()
+    try:
+        posted = await http.post(f"gradio_api/call/{api}", json={"data": data}, timeout=timeout)
+        if posted.status_code == 503 and "Queue is full" in posted.text:
+            return Outcome(api, "queue full", time.perf_counter() - t0)
+        posted.raise_for_status()
+        event = posted.json()["event_id"]
+        text = (await http.get(f"gradio_api/call/{api}/{event}", timeout=timeout)).text
+    except (httpx.HTTPError, ValueError, KeyError) as exc:
+        return Outcome(api, "failed", time.perf_counter() - t0, f"{type(exc).__name__}: {exc}")
+    seconds = time.perf_counter() - t0
+    if "event: complete" not in text:
+        return Outcome(api, "failed", seconds, f"no result: {text[-200:]}")
+    outputs = json.loads(text.split("event: complete", 1)[1].split("data:", 1)[1].strip().split("\n", 1)[0])
+    box = outputs[-1]  # the tab's message box: visible only when the request was refused with a message
+    if isinstance(box, dict) and box.get("visible") and box.get("value"):
+        return Outcome(api, "failed", seconds, f"answered with a message: {box['value'][:200]}")
+    return Outcome(api, "answered", seconds)
+
+
+async def burst(url: str, n: int, timeout: float) -> list[Outcome]:
+    limits = httpx.Limits(max_connections=n, max_keepalive_connections=n)
+    async with httpx.AsyncClient(base_url=url, limits=limits) as http:
+        return await asyncio.gather(*(one(http, i, timeout) for i in range(n)))
+
+
+def start_app(port: int) -> subprocess.Popen:
+    log = open(Path(os.environ.get("TMPDIR", "/tmp")) / f"load_check_app_{port}.log", "w")
+    return subprocess.Popen([sys.executable, "app.py", "--host", "127.0.0.1", "--port", str(port)], cwd=REPO,
+                            stdout=log, stderr=subprocess.STDOUT)
+
+
+def wait_ready(url: str, proc: subprocess.Popen | None, limit_s: float = 300) -> None:
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < limit_s:
+        if proc is not None and proc.poll() is not None:
+            raise SystemExit(f"app.py exited with {proc.returncode} before answering")
+        try:
+            if httpx.get(url, timeout=5).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(1)
+    raise SystemExit(f"app.py did not answer on {url} within {limit_s:.0f} s")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--url", default=None, help="a running app (loopback only); default: start one")
+    parser.add_argument("--pid", type=int, default=None, help="the running app's pid, for its memory")
+    parser.add_argument("--burst", type=int, default=100, help="requests posted at once per round (default 100)")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--timeout", type=float, default=180.0, help="seconds per request")
+    args = parser.parse_args(argv)
+
+    proc = None
+    if args.url is None:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        url, proc = f"http://127.0.0.1:{port}/", start_app(port)
+        pid = proc.pid
+    else:
+        url, pid = args.url, args.pid
+        if urlparse(url).hostname not in ("127.0.0.1", "localhost", "::1"):
+            raise SystemExit(f"{url} is not a loopback address: this check only loads an app on this machine")
+    try:
+        wait_ready(url, proc)
+        rss = lambda: f"{rss_mb(pid):.0f} MB" if pid else "unknown (pass --pid)"  # noqa: E731
+        print(f"app {url}; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
+        # One request of each kind first, so the models are loaded before the memory figure is taken.
+        warm = asyncio.run(burst(url, 2, args.timeout))
+        print(f"warm-up: {', '.join(o.kind for o in warm)}; server RSS before: {rss()}")
+        total = Tally()
+        for r in range(1, args.rounds + 1):
+            t0 = time.perf_counter()
+            round_ = Tally(asyncio.run(burst(url, args.burst, args.timeout)))
+            total.outcomes += round_.outcomes
+            print(f"round {r}: {args.burst} at once in {time.perf_counter() - t0:.1f} s: "
+                  f"{round_.count('answered')} answered, {round_.count('queue full')} refused (queue full), "
+                  f"{round_.count('failed')} failed; answered {round_.latency()}; server RSS after: {rss()}")
+            for detail in sorted({o.detail for o in round_.outcomes if o.kind == "failed"}):
+                print(f"  failed: {detail}")
+        after = asyncio.run(burst(url, 2, args.timeout))
+        alive = all(o.kind == "answered" for o in after)
+        print(f"total: {len(total.outcomes)} requests: {total.count('answered')} answered, "
+              f"{total.count('queue full')} refused (queue full), {total.count('failed')} failed")
+        for api in ("classify", "answer"):
+            print(f"  {api:8} {total.latency(api)}")
+        print(f"after the rounds the server {'still answers' if alive else 'DOES NOT ANSWER'}; "
+              f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        return 0 if alive and not total.count("failed") else 1
+    finally:
+        if proc is not None:
+            proc.terminate()
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
