@@ -98,11 +98,14 @@ def report_html(df: pd.DataFrame, data_dir=None, per_kind: int = 3) -> str:
         return "<p>No paired tests in these records.</p>"
     p = p[(p["a_layer"] == -1) & (p["b_layer"] == -1)]
     out = []
+    no_text = False
     for (task, model, regime), g in p.groupby(["task", "model", "regime"], sort=True):
         seed = int(g["seed"].min())
         items = []
         for r in g[g["seed"] == seed].itertuples():
             summary, table = view(main, task, model, regime, seed, r.a_pooling, r.b_pooling, data_dir, per_kind)
+            if not table.empty and table["text"].eq("").all():
+                table, no_text = table.drop(columns=["text"]), True
             rows = "".join("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in row) + "</tr>"
                            for row in table.itertuples(index=False))
             head = "".join(f"<th>{html.escape(str(c))}</th>" for c in table.columns)
@@ -114,5 +117,7 @@ def report_html(df: pd.DataFrame, data_dir=None, per_kind: int = 3) -> str:
                          f"<tbody>{rows}</tbody></table></div></details>")
         out.append(f"<h3>{html.escape(task_name(task))} · {html.escape(regime_name(regime))} · "
                    f"{html.escape(short_name(model))} (seed {seed})</h3>" + "".join(items))
-    return "".join(out)
+    note = ("<p><i>Texts are not shown: this report was written without a data dir (<code>python -m leaderboard "
+            "--data-dir ../shared/data</code> or <code>BERTEVAL_DATA</code> adds them).</i></p>" if no_text else "")
+    return note + "".join(out)
 

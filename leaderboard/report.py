@@ -213,7 +213,8 @@ def _bands_html(band_frame: pd.DataFrame) -> str:
                                   for lay in band_frame["layer"]],
                           _f=[0 if lay == -1 else 1 for lay in band_frame["layer"]],
                           model=band_frame["model"].map(short_name),
-                          evidence=band_frame["basis"].str.replace(r"^paired tests among [a-z\- ]+ \(", "(", regex=True))
+                          evidence=band_frame["basis"].str.replace(r"^paired tests among [a-z\- ]+ \((.*)\)$", r"\1",
+                                                                   regex=True))
     b = b.sort_values(["task", "model", "regime", "_f", "band", "mean"], ascending=[True, True, True, True, True, False],
                       kind="stable")
     b = b[["task", "model", "regime", "ranked", "head", "mean", "band", "n_seeds", "evidence"]]

@@ -326,7 +326,7 @@ def test_report_is_self_contained_and_names_every_record(tmp_path):
     page = out.read_text()
     assert re.search(r"<script[^>]*\ssrc=", page) is None  # nothing fetched from the network
     assert "plotly.js v" in page and page.count("Plotly.newPlot") == 9  # 4 figures + models + pooler effect + 3 curves
-    assert page.count('"modeBarButtonsToRemove": ["sendChartToCloud"]') == 6  # no upload button offline
+    assert page.count('"modeBarButtonsToRemove": ["sendChartToCloud"]') == 9  # no upload button offline
     for r in full_records():
         assert r.run_id in page
         for s in (r.model, r.task, r.pooling):
