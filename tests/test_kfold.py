@@ -117,3 +117,15 @@ def test_the_leaderboard_lists_kfold_records_apart_and_never_ranks_them(kfold_ru
     assert list(v["estimates"]["run_id"]) == [r.run_id for r in report.written]  # folds and estimate, apart
     assert set(v["table"]["regime"]) == {"finetune"} and official.run_id in " ".join(v["table"]["run_ids"])
     assert v["n_records"] == 1  # nothing k-fold in what the figures and bands see
+
+
+def test_committable_recipes_fit_the_artifact_limit_on_the_default_model():
+    """What a committable recipe saves (its trainable weights, fp32) stays under 5 MiB for the served model."""
+    from berteval import models
+    from berteval.qa.recipes import ARTIFACT_LIMIT_MB, RECIPES
+
+    loaded = models.load(models.DEFAULT)
+    for recipe in RECIPES.values():
+        model = recipe.build(qa.head_model(loaded))
+        mib = sum(p.numel() for p in model.parameters() if p.requires_grad) * 4 / 2**20
+        assert (mib < ARTIFACT_LIMIT_MB) == recipe.committable, (recipe.name, round(mib, 2))
