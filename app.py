@@ -500,8 +500,13 @@ def build_demo() -> gr.Blocks:
 # How the page is served (`main`, and the tests that serve it in-process). show_error: a request Gradio itself
 # refuses before any handler runs (too few inputs, a value not among a control's choices) carries its reason;
 # without it an API caller got {"error": null}. The handlers catch every error of their own and answer with a
-# message, so what this shows is Gradio's word on the request, never a traceback.
-LAUNCH = dict(ssr_mode=False, show_error=True, theme=THEME, css=CSS, footer_links=["api", "gradio"])
+# message, so what this shows is Gradio's word on the request, never a traceback. state_session_capacity: Gradio
+# keeps each session's copy of the page's component config (about 0.3 MB here; every API call is a new session)
+# for the last 10,000 sessions by default: the server grew by ~25 MB per 100-request burst, toward 3 GB. The page
+# keeps no gr.State, so an evicted session loses nothing a visitor sees.
+SESSIONS_KEPT = 256
+LAUNCH = dict(ssr_mode=False, show_error=True, theme=THEME, css=CSS, footer_links=["api", "gradio"],
+              state_session_capacity=SESSIONS_KEPT)
 
 
 def options(argv: list[str] | None = None) -> argparse.Namespace:

@@ -22,14 +22,20 @@ import app  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def url():
+def served():
+    """(the page, its URL), served as `python app.py` serves it."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     page = app.build_demo()
     page.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **app.LAUNCH)
-    yield f"http://127.0.0.1:{port}/"
+    yield page, f"http://127.0.0.1:{port}/"
     page.close()
+
+
+@pytest.fixture(scope="module")
+def url(served):
+    return served[1]
 
 
 def _raw(url: str, api: str, data) -> tuple[str, dict]:
@@ -65,3 +71,14 @@ def test_a_refusal_by_the_app_itself_is_a_result_with_its_message(url):
     tab's message box, holds the reason, shown in the page as it is in the API result."""
     event, payload = _raw(url, "classify", ["default", "   ", "mean"])
     assert event == "complete" and "The sentence is empty" in payload[-1]["value"]
+
+
+def test_sessions_kept_in_memory_are_bounded(served):
+    """Every API call is a new Gradio session, and Gradio keeps each session's copy of the page config
+    (10,000 by default: the server grew ~0.3 MB per request, see README's Reliability section)."""
+    page, url = served
+    before = len(page.state_holder.session_data)
+    for _ in range(3):
+        _raw(url, "classify", ["default", "   ", "mean"])
+    assert len(page.state_holder.session_data) == before + 3  # one session per call
+    assert page.state_holder.capacity == app.SESSIONS_KEPT <= 1000
