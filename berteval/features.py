@@ -26,6 +26,7 @@ import io
 import json
 import logging
 import os
+import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,7 +61,8 @@ def feature_key(model: LoadedModel, data_sha256: str, max_length: int, dtype: st
 
 # --- the cache: every array with its proof -------------------------------------------------------------
 
-TEMP_SUFFIX = ".tmp"  # `.<file>.<pid>.tmp`: a write in progress, or left behind by a killed one
+TEMP_SUFFIX = ".tmp"  # `.<file>.<host>.<pid>.tmp`: a write in progress, or left behind by a killed one
+HOST = socket.gethostname().replace(".", "_")  # a cache on a shared disk: judge only this machine's writers
 
 
 @contextlib.contextmanager
@@ -77,7 +79,7 @@ def _locked(folder: Path):
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}{TEMP_SUFFIX}")
+    tmp = path.with_name(f".{path.name}.{HOST}.{os.getpid()}{TEMP_SUFFIX}")
     with open(tmp, "wb") as fh:
         fh.write(data)
         fh.flush()
@@ -138,13 +140,13 @@ def _pid_alive(pid: int) -> bool:
 
 
 def remove_stale_temps(root: Path | None = None) -> list[Path]:
-    """Delete temp files whose writer is gone (killed mid-write): `.<file>.<pid>.tmp` under the feature
-    cache whose pid no longer runs on this machine. Returns what was removed."""
+    """Delete temp files whose writer is gone (killed mid-write): `.<file>.<host>.<pid>.tmp` under the
+    feature cache, written on this machine by a pid that no longer runs. Returns what was removed."""
     root = root if root is not None else cache_dir() / "features"
     removed = []
     for tmp in root.glob(f"*/.*{TEMP_SUFFIX}"):
-        pid = tmp.name[: -len(TEMP_SUFFIX)].rsplit(".", 1)[-1]
-        if pid.isdigit() and not _pid_alive(int(pid)):
+        rest, _, pid = tmp.name[: -len(TEMP_SUFFIX)].rpartition(".")
+        if rest.rpartition(".")[2] == HOST and pid.isdigit() and not _pid_alive(int(pid)):
             tmp.unlink(missing_ok=True)
             removed.append(tmp)
     return removed

@@ -144,13 +144,14 @@ def test_sigkill_during_a_cache_write_leaves_nothing_wrong_behind(tiny, tiny_mod
 
 def test_a_dead_writers_temp_file_is_removed_a_live_ones_kept(tmp_path):
     (tmp_path / "k").mkdir()
-    live = tmp_path / "k" / f".mean@-1.npy.{os.getpid()}.tmp"
     dead_pid = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
                               text=True).stdout.strip()
-    dead = tmp_path / "k" / f".cls@-1.npy.{dead_pid}.tmp"
-    live.write_bytes(b"x")
-    dead.write_bytes(b"x")
-    assert features.remove_stale_temps(tmp_path) == [dead] and live.exists()
+    live = tmp_path / "k" / f".mean@-1.npy.{features.HOST}.{os.getpid()}.tmp"
+    dead = tmp_path / "k" / f".cls@-1.npy.{features.HOST}.{dead_pid}.tmp"
+    elsewhere = tmp_path / "k" / f".max@-1.npy.another-machine.{dead_pid}.tmp"  # a shared disk: not ours to judge
+    for f in (live, dead, elsewhere):
+        f.write_bytes(b"x")
+    assert features.remove_stale_temps(tmp_path) == [dead] and live.exists() and elsewhere.exists()
 
 
 # --- result records --------------------------------------------------------------------------------------
