@@ -63,9 +63,11 @@ def command(args) -> int:
 
 def derive(args) -> tuple[int, Outcome | None]:
     """The exit code and the outcome (None when nothing ran): tests compare the trained tensors."""
-    from .. import models
+    from .. import models, provenance
     from ..models import derived
     from . import RECIPES, artifacts
+
+    provenance.git_commit()  # read (and cached) now: the record names the code that starts the run
 
     spec = derived.parse(args.name)
     if spec is None:
