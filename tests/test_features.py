@@ -22,11 +22,12 @@ def test_layers_resolve_to_canonical_ids():
 
 def test_vectors_equal_a_direct_forward_for_every_pooling_and_layer(tiny_models):
     m = models.load(str(tiny_models["pretraining"]))
-    names = list(pooling.POOLINGS)
+    names = [p for p, spec in pooling.POOLINGS.items() if not spec.trained]  # a trained pooling is never cached
     res = features.encode(m, TEXTS, data_sha256="t", poolings=names, layers=[-1, 1], max_tokens=8,
                           progress=False)
-    # pooler is last-layer only; everything else at both layers
-    assert set(res.vectors) == {(p, -1) for p in names} | {(p, 1) for p in names if p != "pooler"}
+    # pooler (and first-last-avg) are last-layer only; everything else at both layers
+    last_only = {p for p in names if pooling.POOLINGS[p].last_layer_only}
+    assert set(res.vectors) == {(p, -1) for p in names} | {(p, 1) for p in names if p not in last_only}
     for i, text in enumerate(TEXTS):  # one at a time: no padding at all
         batch = m.tokenizer([text], return_tensors="pt")
         with torch.no_grad():
@@ -34,7 +35,7 @@ def test_vectors_equal_a_direct_forward_for_every_pooling_and_layer(tiny_models)
         for (name, layer), arr in res.vectors.items():
             hidden = out.last_hidden_state if layer == -1 else out.hidden_states[layer]
             with torch.no_grad():
-                want = pooling.apply(name, hidden, batch["attention_mask"], m.encoder)[0].numpy()
+                want = pooling.apply(name, hidden, batch["attention_mask"], m.encoder, out.hidden_states)[0].numpy()
             np.testing.assert_allclose(arr[i], want, atol=1e-5, err_msg=f"{name}@{layer}")
 
 
