@@ -63,7 +63,7 @@ def _tokenizer(folder: Path):
 
     vocab = folder / "vocab.txt"
     vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]) + "\n")
-    return BertTokenizer(vocab_file=str(vocab))
+    return BertTokenizer(vocab=str(vocab))  # transformers 5: `vocab=`; `vocab_file=` is ignored (only the special tokens)
 
 
 def tiny_config(**kw):

@@ -198,6 +198,21 @@ def test_next_sentence_shows_an_is_next_probability(page):
     _screenshot(page, "nsp")
 
 
+def test_next_sentence_on_an_nsp_trained_encoder_answers_with_its_pretrained_head(page):
+    # default+mlm-nsp carries an NSP head trained through its pooler (leaderboard/results/encoders): the page
+    # answers with that head, not a probe, and says which pooler it read.
+    page.locator("#model input").click()
+    page.get_by_role("option", name="default+mlm-nsp", exact=True).click()
+    expect(page.locator("#model input")).to_have_value("default+mlm-nsp")
+    _run_example(page, "Next sentence", "nsp-examples", "The Normans gave", "nsp-a", "Does B follow A?")
+    about = page.locator("#nsp-about")
+    expect(about).to_contain_text("pretrained NSP head")
+    expect(about).to_contain_text("NSP-trained")
+    expect(about).not_to_contain_text("a probe trained on NSP pairs answers instead")
+    expect(page.locator("#nsp-label")).to_contain_text(re.compile(r"IsNext.*\d+%", re.S))
+    _screenshot(page, "nsp_pretrained")
+
+
 def test_inside_bert_recomputes_the_pooler(page):
     _run_example(page, "Inside BERT", "inside-examples", "The cat sat", "inside-text", "Look inside")
     report = page.locator("#inside-report")

@@ -496,8 +496,13 @@ def test_disagreement_view_in_the_leaderboard_matches_the_records():
     model = "sentence-transformers/all-MiniLM-L6-v2"
     assert {"mean", "cls", "mean@5"} <= set(disagreements.heads(df, "sst2", model, "probe", 0))
     summary, tab = disagreements.view(df, "sst2", model, "probe", 0, "mean", "cls", data_dir=None, limit=5)
-    assert "148 disagreements: mean right cls wrong 92, cls right mean wrong 56" in summary
-    assert "McNemar test counted 92 and 56" in summary and len(tab) == 10
+    mean = df[(df["model"] == model) & (df["regime"] == "probe") & (df["pooling"] == "mean") & (df["layer"] == -1)
+              & (df["seed"] == 0) & (df["task"] == "sst2")]
+    mean = mean[mean["n_train"] == mean["n_train"].max()]  # the full-data head, not a learning-curve point
+    test = next(t for t in mean.iloc[0]["paired_tests"] if t["other"]["pooling"] == "cls" and t["other"]["layer"] == -1)
+    won, lost = test["n_only_self_correct"], test["n_only_other_correct"]
+    assert f"{won + lost} disagreements: mean right cls wrong {won}, cls right mean wrong {lost}" in summary
+    assert f"McNemar test counted {won} and {lost}" in summary and len(tab) == 10
     assert list(tab.columns) == ["right", "id", "gold", "mean says", "cls says", "text"]
     msg, empty = disagreements.view(df, "sst2", model, "probe", 0, "mean", "mean")
     assert "two different heads" in msg and empty.empty

@@ -30,6 +30,21 @@ from berteval.tasks import get  # noqa: E402
 from berteval.tasks.base import split_checksum  # noqa: E402
 
 
+def lbfgs_probe(x_train, y_train, x_eval, seed):
+    """The probe as it was fitted before the Newton solver: scikit-learn lbfgs, tol 1e-4, per C."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.preprocessing import StandardScaler
+
+    y = np.asarray(y_train)
+    tr, ho = linear.heldout_split(len(y), seed)
+    scaler = StandardScaler().fit(x_train[tr])
+    fits = {c: LogisticRegression(C=c, max_iter=2000, tol=1e-4).fit(scaler.transform(x_train[tr]), y[tr])
+            for c in linear.C_GRID}
+    scores = {c: float((f.predict(scaler.transform(x_train[ho])) == y[ho]).mean()) for c, f in fits.items()}
+    best = max(linear.C_GRID, key=lambda c: (scores[c], -c))
+    return best, fits[best].predict(scaler.transform(x_eval))
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data-dir", default=None)
@@ -54,6 +69,12 @@ def main(argv=None) -> int:
             wall = time.perf_counter() - t0
             committed = json.loads((store.root / r.predictions_file).read_text())
             diff = int((res.pred != np.asarray(committed["pred"])).sum())
+            t1 = time.perf_counter()
+            old_c, old_pred = lbfgs_probe(vec["train"][(r.pooling, r.layer)], data.train.labels,
+                                          vec["validation"][(r.pooling, r.layer)], r.seed)
+            old_wall = time.perf_counter() - t1
+            print(f"    lbfgs here: C {old_c}, {int((old_pred != np.asarray(committed['pred'])).sum())} predictions "
+                  f"differ from committed, {int((old_pred != res.pred).sum())} from Newton; fit {old_wall:.1f}s")
             same_c = res.chosen_c == r.config["probe"]["chosen_c"]
             same_all &= diff == 0 and same_c
             print(f"{name} {r.pooling}@{r.layer} seed {r.seed}: C {res.chosen_c} (committed {r.config['probe']['chosen_c']}), "
