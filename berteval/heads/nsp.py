@@ -27,8 +27,8 @@ def require_pretrained_head(model: models.LoadedModel) -> torch.nn.Module:
     raise BertevalError(
         f"model {model.model_id!r} has no pretrained next-sentence (NSP) head ({why}). transformers would "
         f"silently attach a randomly initialised head, and its accuracy would be noise, not the model's. "
-        f"Use --regime probe to train a probe on its pooled vectors, or a checkpoint pre-trained with NSP "
-        f"such as bert-base-uncased."
+        f"Use --regime probe to train a probe on its pooled vectors, or a model with an NSP-trained head: "
+        f"offline default+nsp-pooler or default+mlm-nsp, on the hub a checkpoint such as bert-base-uncased."
     )
 
 

@@ -32,12 +32,8 @@ from urllib.parse import urlparse
 import httpx
 
 REPO = Path(__file__).resolve().parents[2]
-SENTENCES = ["A gorgeous, witty, seductive movie.", "The plot is a mess and the acting is even worse.",
-             "It's not a bad film, just a forgettable one.", "An absorbing and unsettling psychological drama."]
-QUESTION = "In what country is Normandy located?"
-CONTEXT = ("The Normans were the people who in the 10th and 11th centuries gave their name to Normandy, a region in "
-           "France. They were descended from Norse raiders and pirates from Denmark, Iceland and Norway who, under "
-           "their leader Rollo, agreed to swear fealty to King Charles III of West Francia.")
+sys.path.insert(0, str(Path(__file__).parent))
+from app_latency import CONTEXT, QUESTION, SENTENCES  # noqa: E402  the same requests as the latency tool
 
 
 def request(i: int) -> tuple[str, list]:
