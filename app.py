@@ -19,6 +19,7 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from types import SimpleNamespace
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # offline: no telemetry or version calls
 
@@ -363,6 +364,134 @@ def _wire(key: str, button: gr.Button, fn, inputs: list, outputs: list, api_name
     button.click(fn, inputs, outputs, api_name=api_name)
 
 
+def _classify_tab(model_box: gr.Dropdown) -> None:
+    """Sentence -> label, by the committed SST-2 probe head on the chosen vector."""
+    _note("A sentence → positive / negative, by the committed SST-2 probe head reading the vector you "
+          "choose.")
+    with gr.Row():
+        with gr.Column():
+            sentence = gr.Textbox(label="Sentence", lines=2, elem_id="classify-sentence")
+            pooling = gr.Radio(list(HEADS), value="mean", label="The head reads")
+            go_classify = gr.Button("Classify", variant="primary")
+        with gr.Column():
+            label = gr.Label(label="Sentiment", num_top_classes=2, elem_id="classify-label")
+            about = gr.Markdown(elem_id="classify-about")
+            compare = gr.Markdown(elem_id="classify-compare")
+    status = _status_box("classify")
+    _wire("classify", go_classify, classify, [model_box, sentence, pooling], [label, about, compare, status],
+          "classify")
+
+
+def _answer_tab(model_box: gr.Dropdown) -> None:
+    """Question + context -> span, n-best and the start/end logits."""
+    _note("A question and a context → the answer span. The head scores every token twice (start and "
+          "end); the chart shows both. " + QA_LIMITS)
+    with gr.Row():
+        with gr.Column():
+            question = gr.Textbox(label="Question", max_lines=2, elem_id="qa-question")
+            context = gr.Textbox(label="Context", lines=7, elem_id="qa-context")
+            go_answer = gr.Button("Answer", variant="primary")
+        with gr.Column():
+            highlighted = gr.HighlightedText(label="Answer in the context", color_map={"answer": "#2ca02c"},
+                                             show_inline_category=False, elem_id="qa-highlight")
+            qa_about = gr.Markdown(elem_id="qa-about")
+    qa_status = _status_box("qa")
+    nbest = gr.Dataframe(EMPTY_NBEST, label="n-best answers", interactive=False, wrap=True, elem_id="qa-nbest",
+                         column_widths=["7%", "45%", "13%", "15%", "12%", "8%"])
+    qa_plot = gr.Plot(label="Start and end logits", elem_id="qa-logits")
+    _wire("qa", go_answer, answer, [model_box, question, context],
+          [highlighted, nbest, qa_plot, qa_about, qa_status], "answer")
+
+
+def _nsp_tab(model_box: gr.Dropdown) -> None:
+    """Sentence A + sentence B -> P(IsNext), by the pretrained NSP head or a probe."""
+    _note("Sentence A and sentence B → does B follow A? BERT's pre-training asked exactly this, through "
+          "the pooler.")
+    with gr.Row():
+        with gr.Column():
+            sent_a = gr.Textbox(label="Sentence A", lines=2, elem_id="nsp-a")
+            sent_b = gr.Textbox(label="Sentence B", lines=2, elem_id="nsp-b")
+            go_nsp = gr.Button("Does B follow A?", variant="primary")
+        with gr.Column():
+            nsp_label = gr.Label(label="Next sentence", num_top_classes=2, elem_id="nsp-label")
+            nsp_about = gr.Markdown(elem_id="nsp-about")
+    nsp_status = _status_box("nsp")
+    _wire("nsp", go_nsp, next_sentence, [model_box, sent_a, sent_b], [nsp_label, nsp_about, nsp_status],
+          "next_sentence")
+
+
+def _inside_tab(model_box: gr.Dropdown) -> None:
+    """One input's hidden states, the pooler recomputed by hand, and the distances between vectors."""
+    _note("What `last_hidden_state` and `pooler_output` are for one input, the pooler recomputed by "
+          "hand, and how far apart `cls`, `pooler` and `mean` are.")
+    inside_text = gr.Textbox(label="Input", lines=2, elem_id="inside-text")
+    go_inside = gr.Button("Look inside", variant="primary")
+    inside_status = _status_box("inside")
+    inside_report = gr.Markdown(elem_id="inside-report")
+    _wire("inside", go_inside, look_inside, [model_box, inside_text], [inside_report, inside_status],
+          "inside")
+
+
+def _leaderboard_tab(board_tab: gr.Tab) -> SimpleNamespace:
+    """Findings, filters, table, figures and the disagreement viewer; built when the tab is opened.
+    Returns the components the page's shared-link handler sets (filters, search, url_note) and fills."""
+    findings_box = gr.Markdown(elem_id="board-findings")
+    _note("Every committed result record, aggregated over seeds. Filters apply to the findings, the table "
+          "and the figures, and live in the page's address: copy it to share this view. `band`: heads in "
+          "one band are not separated by the paired tests (McNemar, every seed, Holm-corrected).")
+    with gr.Row():
+        filters = [gr.Dropdown(["all"], value="all", label=f, allow_custom_value=True, elem_id=f"board-{f}")
+                   for f in ("model", "task", "pooling", "regime")]
+        search = gr.Textbox(label="search (Enter)", placeholder="words that every row must contain",
+                            max_lines=1, elem_id="board-search")
+    board_status = _status_box("board")
+    url_note = gr.Markdown(elem_id="board-url-note")
+    summary = gr.Markdown(elem_id="board-summary")
+    table = gr.Dataframe(EMPTY_TABLE, label="Leaderboard", interactive=False, max_height=640,
+                         elem_id="board-table")
+    with gr.Row():
+        download = gr.DownloadButton("Download CSV (every column)", size="sm", scale=0, min_width=220,
+                                     elem_id="board-csv")
+    with gr.Accordion("The examples behind a paired test: where two heads of one run disagree",
+                      open=False, elem_id="board-disagree"):
+        _note("Pick a model, task and regime in the filters above, a seed, and two heads.")
+        with gr.Row():
+            seed = gr.Dropdown(["0", "1", "2"], value="0", label="seed", allow_custom_value=True, scale=0,
+                               min_width=100)
+            head_a = gr.Dropdown([], label="head A", allow_custom_value=True, elem_id="board-head-a")
+            head_b = gr.Dropdown([], label="head B", allow_custom_value=True, elem_id="board-head-b")
+            go_disagree = gr.Button("Show the disagreements", scale=0, min_width=200)
+        disagree_summary = gr.Markdown(elem_id="board-disagree-summary")
+        disagree_table = gr.Dataframe(interactive=False, wrap=True, max_height=520,
+                                      elem_id="board-disagree-table")
+    plots = [gr.Plot(label=f) for f in FIGURES]
+    gr.Markdown("**Published numbers for context** (other models, data and protocols; never ranked with "
+                "the measured rows)")
+    refs = gr.Dataframe(EMPTY_REFS, interactive=False, wrap=True, elem_id="board-references")
+    outputs = [summary, table, download, *plots, board_status]
+    context = [findings_box, refs]
+    inputs = [*filters, search]
+    # User edits only (.input / Enter): the URL handler below sets the filters without re-running this.
+    # The browser first writes the filters into the address bar (js), then the handler runs.
+    for control in filters:
+        control.input(board, inputs, outputs, js=leaderboard.urlstate.SYNC_JS, api_visibility="private")
+        control.input(board_context, filters, context, api_visibility="private")
+    search.submit(board, inputs, outputs, js=leaderboard.urlstate.SYNC_JS, api_visibility="private")
+    # Built when the tab is opened, not on every page load: records are re-read each time (a run
+    # may have added some), and a visitor who never opens the tab costs nothing.
+    board_tab.select(board_choices, None, filters, api_visibility="private")
+    board_tab.select(board, inputs, outputs, api_name="leaderboard")
+    board_tab.select(board_context, filters, context, api_visibility="private")
+    run_filters = [filters[0], filters[1], filters[3], seed]
+    for control in (filters[0], filters[1], filters[3], seed):
+        control.input(disagree_heads, run_filters, [head_a, head_b], api_visibility="private")
+    board_tab.select(disagree_heads, run_filters, [head_a, head_b], api_visibility="private")
+    go_disagree.click(disagree, [*run_filters, head_a, head_b], [disagree_summary, disagree_table],
+                      api_name="disagree")
+    return SimpleNamespace(filters=filters, search=search, url_note=url_note, inputs=inputs, outputs=outputs,
+                           context=context)
+
+
 def build_demo() -> gr.Blocks:
     with gr.Blocks(title="berteval: BERT's heads, tried by hand", analytics_enabled=False) as page:
         gr.Markdown(INTRO)
@@ -375,123 +504,24 @@ def build_demo() -> gr.Blocks:
                                      "SQuAD checkpoints, whose own QA head answers in the Answer tab.")
         with gr.Tabs() as tabs:
             with gr.Tab("Classify", id="classify"):
-                _note("A sentence → positive / negative, by the committed SST-2 probe head reading the vector you "
-                      "choose.")
-                with gr.Row():
-                    with gr.Column():
-                        sentence = gr.Textbox(label="Sentence", lines=2, elem_id="classify-sentence")
-                        pooling = gr.Radio(list(HEADS), value="mean", label="The head reads")
-                        go_classify = gr.Button("Classify", variant="primary")
-                    with gr.Column():
-                        label = gr.Label(label="Sentiment", num_top_classes=2, elem_id="classify-label")
-                        about = gr.Markdown(elem_id="classify-about")
-                        compare = gr.Markdown(elem_id="classify-compare")
-                status = _status_box("classify")
-                _wire("classify", go_classify, classify, [model_box, sentence, pooling], [label, about, compare, status],
-                      "classify")
+                _classify_tab(model_box)
 
             with gr.Tab("Answer", id="answer"):
-                _note("A question and a context → the answer span. The head scores every token twice (start and "
-                      "end); the chart shows both. " + QA_LIMITS)
-                with gr.Row():
-                    with gr.Column():
-                        question = gr.Textbox(label="Question", max_lines=2, elem_id="qa-question")
-                        context = gr.Textbox(label="Context", lines=7, elem_id="qa-context")
-                        go_answer = gr.Button("Answer", variant="primary")
-                    with gr.Column():
-                        highlighted = gr.HighlightedText(label="Answer in the context", color_map={"answer": "#2ca02c"},
-                                                         show_inline_category=False, elem_id="qa-highlight")
-                        qa_about = gr.Markdown(elem_id="qa-about")
-                qa_status = _status_box("qa")
-                nbest = gr.Dataframe(EMPTY_NBEST, label="n-best answers", interactive=False, wrap=True, elem_id="qa-nbest",
-                                     column_widths=["7%", "45%", "13%", "15%", "12%", "8%"])
-                qa_plot = gr.Plot(label="Start and end logits", elem_id="qa-logits")
-                _wire("qa", go_answer, answer, [model_box, question, context],
-                      [highlighted, nbest, qa_plot, qa_about, qa_status], "answer")
+                _answer_tab(model_box)
 
             with gr.Tab("Next sentence", id="nsp"):
-                _note("Sentence A and sentence B → does B follow A? BERT's pre-training asked exactly this, through "
-                      "the pooler.")
-                with gr.Row():
-                    with gr.Column():
-                        sent_a = gr.Textbox(label="Sentence A", lines=2, elem_id="nsp-a")
-                        sent_b = gr.Textbox(label="Sentence B", lines=2, elem_id="nsp-b")
-                        go_nsp = gr.Button("Does B follow A?", variant="primary")
-                    with gr.Column():
-                        nsp_label = gr.Label(label="Next sentence", num_top_classes=2, elem_id="nsp-label")
-                        nsp_about = gr.Markdown(elem_id="nsp-about")
-                nsp_status = _status_box("nsp")
-                _wire("nsp", go_nsp, next_sentence, [model_box, sent_a, sent_b], [nsp_label, nsp_about, nsp_status],
-                      "next_sentence")
+                _nsp_tab(model_box)
 
             with gr.Tab("Inside BERT", id="inside"):
-                _note("What `last_hidden_state` and `pooler_output` are for one input, the pooler recomputed by "
-                      "hand, and how far apart `cls`, `pooler` and `mean` are.")
-                inside_text = gr.Textbox(label="Input", lines=2, elem_id="inside-text")
-                go_inside = gr.Button("Look inside", variant="primary")
-                inside_status = _status_box("inside")
-                inside_report = gr.Markdown(elem_id="inside-report")
-                _wire("inside", go_inside, look_inside, [model_box, inside_text], [inside_report, inside_status],
-                      "inside")
+                _inside_tab(model_box)
 
             with gr.Tab("Leaderboard", id="leaderboard") as board_tab:
-                findings_box = gr.Markdown(elem_id="board-findings")
-                _note("Every committed result record, aggregated over seeds. Filters apply to the findings, the table "
-                      "and the figures, and live in the page's address: copy it to share this view. `band`: heads in "
-                      "one band are not separated by the paired tests (McNemar, every seed, Holm-corrected).")
-                with gr.Row():
-                    filters = [gr.Dropdown(["all"], value="all", label=f, allow_custom_value=True, elem_id=f"board-{f}")
-                               for f in ("model", "task", "pooling", "regime")]
-                    search = gr.Textbox(label="search (Enter)", placeholder="words that every row must contain",
-                                        max_lines=1, elem_id="board-search")
-                board_status = _status_box("board")
-                url_note = gr.Markdown(elem_id="board-url-note")
-                summary = gr.Markdown(elem_id="board-summary")
-                table = gr.Dataframe(EMPTY_TABLE, label="Leaderboard", interactive=False, max_height=640,
-                                     elem_id="board-table")
-                with gr.Row():
-                    download = gr.DownloadButton("Download CSV (every column)", size="sm", scale=0, min_width=220,
-                                                 elem_id="board-csv")
-                with gr.Accordion("The examples behind a paired test: where two heads of one run disagree",
-                                  open=False, elem_id="board-disagree"):
-                    _note("Pick a model, task and regime in the filters above, a seed, and two heads.")
-                    with gr.Row():
-                        seed = gr.Dropdown(["0", "1", "2"], value="0", label="seed", allow_custom_value=True, scale=0,
-                                           min_width=100)
-                        head_a = gr.Dropdown([], label="head A", allow_custom_value=True, elem_id="board-head-a")
-                        head_b = gr.Dropdown([], label="head B", allow_custom_value=True, elem_id="board-head-b")
-                        go_disagree = gr.Button("Show the disagreements", scale=0, min_width=200)
-                    disagree_summary = gr.Markdown(elem_id="board-disagree-summary")
-                    disagree_table = gr.Dataframe(interactive=False, wrap=True, max_height=520,
-                                                  elem_id="board-disagree-table")
-                plots = [gr.Plot(label=f) for f in FIGURES]
-                gr.Markdown("**Published numbers for context** (other models, data and protocols; never ranked with "
-                            "the measured rows)")
-                refs = gr.Dataframe(EMPTY_REFS, interactive=False, wrap=True, elem_id="board-references")
-                outputs = [summary, table, download, *plots, board_status]
-                context = [findings_box, refs]
-                inputs = [*filters, search]
-                # User edits only (.input / Enter): the URL handler below sets the filters without re-running this.
-                # The browser first writes the filters into the address bar (js), then the handler runs.
-                for control in filters:
-                    control.input(board, inputs, outputs, js=leaderboard.urlstate.SYNC_JS, api_visibility="private")
-                    control.input(board_context, filters, context, api_visibility="private")
-                search.submit(board, inputs, outputs, js=leaderboard.urlstate.SYNC_JS, api_visibility="private")
-                # Built when the tab is opened, not on every page load: records are re-read each time (a run
-                # may have added some), and a visitor who never opens the tab costs nothing.
-                board_tab.select(board_choices, None, filters, api_visibility="private")
-                board_tab.select(board, inputs, outputs, api_name="leaderboard")
-                board_tab.select(board_context, filters, context, api_visibility="private")
-                run_filters = [filters[0], filters[1], filters[3], seed]
-                for control in (filters[0], filters[1], filters[3], seed):
-                    control.input(disagree_heads, run_filters, [head_a, head_b], api_visibility="private")
-                board_tab.select(disagree_heads, run_filters, [head_a, head_b], api_visibility="private")
-                go_disagree.click(disagree, [*run_filters, head_a, head_b], [disagree_summary, disagree_table],
-                                  api_name="disagree")
+                shown = _leaderboard_tab(board_tab)
         # A shared link (?tab=leaderboard&task=...) opens on that view: filters from the URL, then the tab built once.
         shared = gr.State(False)
-        page.load(board_from_url, None, [tabs, *filters, search, shared, url_note], api_visibility="private").then(
-            board_if_shared, [shared, *inputs], [*outputs, *context], api_visibility="private")
+        page.load(board_from_url, None, [tabs, *shown.filters, shown.search, shared, shown.url_note],
+                  api_visibility="private").then(
+            board_if_shared, [shared, *shown.inputs], [*shown.outputs, *shown.context], api_visibility="private")
         _note(SERVING)
     page.queue(default_concurrency_limit=CONCURRENCY, max_size=QUEUE_SIZE)
     return page
