@@ -96,6 +96,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="learning curve: comma-separated training sizes, each seed drawing its own nested subset "
                         "of the train set, and 'full', e.g. 32,128,512,full (probe and fine-tune)")
     r.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    r.add_argument("--plan", action="store_true",
+                   help="list the command's cells, each present in the results or to run, and stop: loads no "
+                        "model, writes nothing (exit 0 when every cell is present, 1 when some would run)")
 
     sub.add_parser("ls", help="list tasks, poolings and regimes")
 
@@ -155,12 +158,15 @@ def _cmd_run(args) -> int:
         lr=args.lr,
         batch_size=args.batch_size,
         folds=args.folds,
+        plan=args.plan,
     )
     if spec.data_dir is None:
         print(f"no --data-dir or BERTEVAL_DATA: reading {task.hub_source} from the hub", file=sys.stderr)
     report = runs.run(spec)
     for note in report.notes:
         print(f"note: {note}", file=sys.stderr)
+    if spec.plan:
+        return _print_plan(task.name, report, Store(spec.out).records_path(task.name))
     for rec in report.written:
         size = f" train {rec.config['train_size']:,}" if "train_size" in rec.config else ""
         print(f"wrote {rec.task} {rec.pooling}@{rec.layer}{size} seed {rec.seed}: "
@@ -174,6 +180,17 @@ def _cmd_run(args) -> int:
           f"-> {Store(spec.out).records_path(task.name)}; encoded {report.encoded_examples} examples "
           f"in {report.encode_wall_s:.1f}s")
     return 0
+
+
+def _print_plan(task: str, report, records_path) -> int:
+    """--plan: one line per cell, then the counts; exit 1 when a cell would run (scripts can test it)."""
+    for cell, rid, present in report.planned:
+        size = f" train {cell.train_size:,}" if cell.train_size is not None else ""
+        print(f"{'present' if present else 'to run '}  {rid}  {task} {cell.pooling}@{cell.layer}{size} seed {cell.seed}")
+    missing = sum(not present for _, _, present in report.planned)
+    print(f"{len(report.planned) - missing} of {len(report.planned)} cells present in {records_path}; "
+          f"{missing} would run")
+    return 1 if missing else 0
 
 
 def _cmd_ls(args) -> int:

@@ -54,12 +54,14 @@ class RunSpec:
     lr: float | None = None
     batch_size: int | None = None
     folds: int | None = None  # span QA: k-fold cross-validation by dev article (berteval.qa.kfold)
+    plan: bool = False  # only say which cells are present and which would run; load no model, write nothing
 
 
 @dataclass
 class RunReport:
     written: list[records.RunRecord] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # run ids already present
+    planned: list[tuple[Cell, str, bool]] = field(default_factory=list)  # --plan: (cell, run id, present)
     notes: list[str] = field(default_factory=list)
     encode_wall_s: float = 0.0
     encoded_examples: int = 0
@@ -132,7 +134,8 @@ def run(spec: RunSpec) -> RunReport:
             identity = {**identity, "processes": store_mod.process_count()}
         rid = records.run_id(identity)
         (ctx.report.skipped.append(rid) if rid in done else todo.append((cell, rid)))
-    if not todo:
+        ctx.report.planned.append((cell, rid, rid in done))
+    if not todo or spec.plan:
         return ctx.report
     prepared = regime.prepare(ctx, [c for c, _ in todo])
     for cell, rid in todo:

@@ -75,3 +75,22 @@ def test_negative_layer_lists_parse(capsys, tiny_models, tiny_sst2, tmp_path):
                              "--out", str(tmp_path), "--no-progress")
     assert code == 0, err
     assert "cls@-1" in out and "cls@1" in out  # -2 on a 2-layer model is hidden state 1
+
+
+def test_plan_lists_present_and_missing_cells_and_changes_nothing(capsys, monkeypatch, tiny_models, tiny_sst2,
+                                                                   tmp_path):
+    from berteval import models
+
+    model = str(tiny_models["pretraining"])
+    base = ["run", "--task", "sst2", "--model", model, "--pooling", "cls", "--data-dir", str(tiny_sst2),
+            "--out", str(tmp_path), "--no-progress"]
+    assert run_cli(capsys, *base, "--seeds", "0")[0] == 0
+    before = (tmp_path / "sst2.jsonl").read_text()
+    monkeypatch.setattr(models, "load", lambda *a, **k: pytest.fail("--plan loaded a model"))
+    code, out, _ = run_cli(capsys, *base, "--seeds", "0,1", "--plan")
+    lines = out.splitlines()
+    assert code == 1 and lines[0].startswith("present ") and lines[1].startswith("to run ")
+    assert "sst2 cls@-1 seed 1" in lines[1] and lines[-1].startswith("1 of 2 cells present") and "1 would run" in lines[-1]
+    assert (tmp_path / "sst2.jsonl").read_text() == before  # nothing written
+    code, out, _ = run_cli(capsys, *base, "--seeds", "0", "--plan")
+    assert code == 0 and "1 of 1 cells present" in out

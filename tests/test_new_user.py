@@ -3,8 +3,12 @@ that wait on an unreachable hub. Each test pins an answer (issue 15, item 5)."""
 
 from __future__ import annotations
 
+import os
 import re
+import shlex
 import socket
+import subprocess
+import sys
 
 import pytest
 
@@ -54,3 +58,18 @@ def test_readme_run_examples_name_their_data():
     commands = re.findall(r"^(python -m berteval run (?:.*\\\n)*.*)$", text, flags=re.M)
     assert commands
     assert [c for c in commands if "--data-dir" not in c] == []
+
+
+@pytest.mark.slow
+def test_every_readme_command_that_writes_the_committed_results_finds_them_all(tmp_path):
+    """The README's reproduce commands name the committed records: `--plan` finds every cell present (real data)."""
+    text = (REPO / "README.md").read_text().replace("\\\n", " ")
+    commands = [c for c in re.findall(r"^python -m berteval run .*$", text, flags=re.M)
+                if "--out leaderboard/results" in c and not c.rstrip().endswith("# pending")]
+    assert len(commands) >= 10
+    data = os.environ.get("BERTEVAL_DATA") or str(REPO.parent / "shared" / "data")
+    for command in commands:
+        argv = shlex.split(command.split("#")[0].replace("../shared/data", data))[3:]
+        proc = subprocess.run([sys.executable, "-m", "berteval", *argv, "--plan"], cwd=REPO, capture_output=True,
+                              text=True, timeout=900)
+        assert proc.returncode == 0, f"{command}\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}"
