@@ -129,6 +129,15 @@ def test_a_checkpoint_with_its_own_qa_head_answers_in_the_tab(tmp_path):
     assert nbest["answer"].is_unique  # the repeated sentence: each answer text once
 
 
+def test_an_encoder_without_a_qa_head_is_refused_with_what_the_page_can_do_instead(tiny_models):
+    from berteval.errors import BertevalError
+
+    with pytest.raises(BertevalError, match=r"has no trained QA head.*no SQuAD head is committed for it\. "
+                                            r"Choose 'default'.*SQuAD checkpoint") as e:
+        serve_qa.demo_model(str(tiny_models["base"]))
+    assert "--regime" not in str(e.value)  # the page's visitor has no command line
+
+
 def test_hub_squad_checkpoints_are_suggested_only_where_the_hub_answers(monkeypatch):
     from huggingface_hub import constants
 
