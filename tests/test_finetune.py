@@ -60,6 +60,36 @@ def test_a_killed_run_resumes_from_its_saved_step(tiny_models, tiny_sst2, tmp_pa
         assert torch.allclose(a, b, atol=1e-5), k  # the same weights as the run that was never killed
 
 
+def test_short_epochs_do_not_each_write_a_checkpoint_and_a_kill_still_resumes_exactly(tiny_models, tiny_sst2,
+                                                                                       tmp_path, monkeypatch):
+    """120 sentences in batches of 16: an epoch every 8 steps. With checkpoints every 64 steps, an epoch's end
+    saves only when the last save is 16 or more steps back (a full state per short epoch cost more than the
+    steps), and a run killed between saves resumes from the last one with the uninterrupted run's weights."""
+    m = models.load(str(tiny_models["pretraining"]))
+    ds = _dataset(m, tiny_sst2)
+    collate = collate_fn(m.tokenizer, ds)
+    loss = lambda mm, b: mm(**b)[0]  # noqa: E731
+    base = dict(epochs=8, batch_size=16, lr=1e-3, dtype="fp32", checkpoint_every=64)
+    score = lambda mm, epoch: float(epoch % 3)  # noqa: E731  model selection across epochs, as the fine-tune does
+    straight = _model(m)
+    training.train(straight, ds, collate, loss, training.TrainConfig(**base), progress=False, on_epoch_end=score)
+    saves = []
+    real = training._checkpoint
+    monkeypatch.setattr(training, "_checkpoint",
+                        lambda acc, cfg, step, res: (saves.append(step), real(acc, cfg, step, res)))
+    ckpt = tmp_path / "ckpt"
+    killed = _model(m)
+    training.train(killed, ds, collate, loss, training.TrainConfig(**base, checkpoint_dir=ckpt, stop_after_steps=40),
+                   progress=False, on_epoch_end=score)
+    assert saves == [16, 32, 40]  # epoch ends at 8, 24 skipped (too recent); 40: the kill's own save
+    resumed_model = _model(m, seed=123)
+    resumed = training.train(resumed_model, ds, collate, loss, training.TrainConfig(**base, checkpoint_dir=ckpt),
+                             progress=False, on_epoch_end=score)
+    assert resumed.resumed_from_step == 40 and saves == [16, 32, 40, 56]  # 48 too recent; 64 is the last step
+    for (k, a), (_, b) in zip(straight.state_dict().items(), resumed_model.state_dict().items()):
+        assert torch.allclose(a, b, atol=1e-5), k
+
+
 def _spec(model_dir, data_dir, out, **kw):
     base = dict(task=get("sst2"), model=str(model_dir), regime="finetune", poolings=["cls", "mean"], seeds=[0],
                 data_dir=data_dir, out=out, progress=False, epochs=2, batch_size=16, lr=1e-3)
