@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import random
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -357,14 +358,20 @@ def test_random_control_is_regenerated_and_honestly_reported(results_env, tiny_b
     assert "random" in pooling.warning("pooler", loaded.heads)
 
 
-def test_random_control_refuses_drifted_weights(results_env, tiny_base, tmp_path, monkeypatch):
-    results, _ = results_env
+def _tampered_results(results: Path, tmp_path: Path, name: str, edit) -> Path:
+    """A copy of the results root whose derivation record of `name` went through `edit(record)`."""
     copy = tmp_path / "results"
     shutil.copytree(results, copy)
-    record_file = copy / "encoders" / "tiny+random" / "derivation.json"
+    record_file = copy / "encoders" / name / "derivation.json"
     record = json.loads(record_file.read_text())
-    record["weights_sha256"] = "0" * 64
+    edit(record)
     record_file.write_text(json.dumps(record))
+    return copy
+
+
+def test_random_control_refuses_drifted_weights(results_env, tiny_base, tmp_path, monkeypatch):
+    results, _ = results_env
+    copy = _tampered_results(results, tmp_path, "tiny+random", lambda r: r.update(weights_sha256="0" * 64))
     monkeypatch.setenv("BERTEVAL_RESULTS", str(copy))
     models.identify.cache_clear()
     with pytest.raises(BertevalError, match="no longer reproduces"):
@@ -401,12 +408,8 @@ def test_missing_or_altered_artifacts_are_refused(results_env, tiny_base, tmp_pa
 
 def test_derived_from_another_base_revision_is_refused(results_env, tiny_base, tmp_path, monkeypatch):
     results, _ = results_env
-    copy = tmp_path / "results"
-    shutil.copytree(results, copy)
-    record_file = copy / "encoders" / "tiny+nsp-pooler" / "derivation.json"
-    record = json.loads(record_file.read_text())
-    record["base"]["revision"] = "sha256:something-else"
-    record_file.write_text(json.dumps(record))
+    copy = _tampered_results(results, tmp_path, "tiny+nsp-pooler",
+                             lambda r: r["base"].update(revision="sha256:something-else"))
     monkeypatch.setenv("BERTEVAL_RESULTS", str(copy))
     models.identify.cache_clear()
     with pytest.raises(BertevalError, match="derived from base revision"):
