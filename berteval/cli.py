@@ -168,8 +168,7 @@ def _cmd_run(args) -> int:
     if spec.plan:
         return _print_plan(task.name, report, Store(spec.out).records_path(task.name))
     for rec in report.written:
-        size = f" train {rec.config['train_size']:,}" if "train_size" in rec.config else ""
-        print(f"wrote {rec.task} {rec.pooling}@{rec.layer}{size} seed {rec.seed}: "
+        print(f"wrote {_cell_label(rec.task, rec.pooling, rec.layer, rec.config.get('train_size'), rec.seed)}: "
               f"{rec.main_metric} {rec.main_value:.4f} ({rec.wall_s:.1f}s)")
     from .store import is_writer, process_count
 
@@ -182,11 +181,17 @@ def _cmd_run(args) -> int:
     return 0
 
 
+def _cell_label(task: str, pooling: str, layer: int, train_size: int | None, seed: int) -> str:
+    """How a cell is named in the run command's output, e.g. 'sst2 mean@-1 train 512 seed 0'."""
+    size = f" train {train_size:,}" if train_size is not None else ""
+    return f"{task} {pooling}@{layer}{size} seed {seed}"
+
+
 def _print_plan(task: str, report, records_path) -> int:
     """--plan: one line per cell, then the counts; exit 1 when a cell would run (scripts can test it)."""
     for cell, rid, present in report.planned:
-        size = f" train {cell.train_size:,}" if cell.train_size is not None else ""
-        print(f"{'present' if present else 'to run '}  {rid}  {task} {cell.pooling}@{cell.layer}{size} seed {cell.seed}")
+        label = _cell_label(task, cell.pooling, cell.layer, cell.train_size, cell.seed)
+        print(f"{'present' if present else 'to run '}  {rid}  {label}")
     missing = sum(not present for _, _, present in report.planned)
     print(f"{len(report.planned) - missing} of {len(report.planned)} cells present in {records_path}; "
           f"{missing} would run")

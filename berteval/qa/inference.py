@@ -44,8 +44,13 @@ class Answer:
     n_windows: int
 
 
-def head_model(loaded: models.LoadedModel, require_pretrained: bool = False) -> torch.nn.Module:
-    """The checkpoint as AutoModelForQuestionAnswering; refuse a random head where a trained one is required."""
+NO_QA_HEAD_ADVICE = "Use --regime finetune or --regime probe, or a SQuAD checkpoint."
+
+
+def head_model(loaded: models.LoadedModel, require_pretrained: bool = False,
+               advice: str = NO_QA_HEAD_ADVICE) -> torch.nn.Module:
+    """The checkpoint as AutoModelForQuestionAnswering; refuse a random head where a trained one is required,
+    saying `advice` (what the caller's user can do instead: the CLI names regimes, the page other models)."""
     from transformers import AutoModelForQuestionAnswering
 
     model, missing = models.load_with_head(loaded, AutoModelForQuestionAnswering)
@@ -53,7 +58,7 @@ def head_model(loaded: models.LoadedModel, require_pretrained: bool = False) -> 
     if require_pretrained and head_missing:
         raise BertevalError(
             f"model {loaded.model_id!r} has no trained QA head (missing {', '.join(head_missing)}): transformers "
-            f"would attach a random one. Use --regime finetune or --regime probe, or a SQuAD checkpoint."
+            f"would attach a random one. {advice}"
         )
     return model
 

@@ -75,17 +75,16 @@ def head_text(rec: RunRecord) -> str:
             f"(record `{rec.run_id}`)")
 
 
+# What a visitor can do about an encoder without a QA head (the library's own advice names CLI regimes).
+PAGE_ADVICE = ("Here no SQuAD head is committed for it. Choose 'default' (its committed SQuAD head answers) or, "
+               "where the hub is reachable, a SQuAD checkpoint such as distilbert/distilbert-base-cased-distilled-squad.")
+
+
 def demo_model(name: str = models.DEFAULT, store: Store | None = None) -> QAModel:
     if name != models.DEFAULT:
         loaded = models.load(name)
-        try:
-            model = head_model(loaded, require_pretrained=True)
-        except BertevalError as e:  # say what the page can do instead (the library's message names CLI regimes)
-            raise BertevalError(f"{e.args[0].split(': transformers')[0]}, and no SQuAD head is committed for it. "
-                                f"Choose 'default' (its committed SQuAD head answers) or, where the hub is "
-                                f"reachable, a SQuAD checkpoint such as distilbert/distilbert-base-cased-distilled-squad."
-                                ) from None
-        return QAModel(model, loaded.tokenizer, f"pretrained QA head of {loaded.model_id}, as its checkpoint ships it")
+        return QAModel(head_model(loaded, require_pretrained=True, advice=PAGE_ADVICE), loaded.tokenizer,
+                       f"pretrained QA head of {loaded.model_id}, as its checkpoint ships it")
     store = store or Store()
     rec = served_record(store, name)
     if rec is None:
