@@ -5,8 +5,10 @@ An ablation over K poolings and L layers must cost one encoding, not K x L, and 
 a seed must cost none. So inputs are tokenised once, sorted by length and batched by a
 token budget (padding only to the longest in each batch), run under
 `torch.inference_mode()`, and every (pooling, layer) vector is taken from the same
-hidden states. Results are cached under $BERTEVAL_CACHE keyed by model + revision +
-data checksum + max length + dtype, one .npy per (pooling, layer).
+hidden states. The encoder is frozen here, so `--dtype bf16` runs it on bf16 weights
+(`berteval.precision`); pooling reads the states as float32. Results are cached under
+$BERTEVAL_CACHE keyed by model + revision + data checksum + max length + dtype (+ the bf16
+path), one .npy per (pooling, layer).
 
 The cache trusts nothing on disk: a cut file used to crash every rerun, and a same-size
 corruption gave silently wrong accuracies under the same run ids. So each array has a
@@ -36,26 +38,37 @@ import torch
 from tqdm.auto import tqdm
 
 from . import pooling as pooling_mod
+from . import precision
 from .config import cache_dir
-from .errors import BertevalError
 from .models import LoadedModel
 
 FEATURE_FORMAT = 1  # bump when the way vectors are computed changes: old cache entries stop matching
-DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
+# Padded tokens per encoder batch, per dtype. fp32: measured, smaller padded batches ran faster on a
+# 2-core CPU than 16k-token ones. bf16 (weights): the fp32 figure until measured; bf16 halves the
+# activations' bytes, so a larger budget may pay (`python -m berteval bench --bf16-budgets ...`).
+MAX_TOKENS = {"fp32": 4096, "bf16": 4096}
+
+
+def token_budget(dtype: str) -> int:
+    """Padded tokens per batch for a frozen encoder in `dtype` (an unknown dtype is refused here)."""
+    precision.check(dtype)
+    return MAX_TOKENS[dtype]
 
 Text = str | tuple[str, str]  # a sentence, or a sentence pair encoded as [CLS] A [SEP] B [SEP]
 
 log = logging.getLogger(__name__)  # unconfigured, a warning still reaches stderr as its one line
 
 
-def key_fields(model: LoadedModel, data_sha256: str, max_length: int, dtype: str) -> dict:
-    """Everything that decides the vectors: the cache folder's name is its hash, each proof names it in full."""
+def key_fields(model: LoadedModel, data_sha256: str, max_length: int, dtype: str,
+               how: str = precision.FROZEN) -> dict:
+    """Everything that decides the vectors: the cache folder's name is its hash, each proof names it in full.
+    bf16 on bf16 weights adds its path; fp32 keys (and autocast's) are as they always were."""
     return {"format": FEATURE_FORMAT, "model": model.model_id, "revision": model.revision, "data": data_sha256,
-            "max_length": max_length, "dtype": dtype}
+            "max_length": max_length, "dtype": dtype, **precision.identity(dtype, how)}
 
 
-def feature_key(model: LoadedModel, data_sha256: str, max_length: int, dtype: str) -> str:
-    blob = json.dumps(key_fields(model, data_sha256, max_length, dtype), sort_keys=True)
+def feature_key(model: LoadedModel, data_sha256: str, max_length: int, dtype: str, how: str = precision.FROZEN) -> str:
+    blob = json.dumps(key_fields(model, data_sha256, max_length, dtype, how), sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:24]
 
 
@@ -180,14 +193,7 @@ def _batches(lengths: np.ndarray, max_tokens: int, max_batch: int) -> list[np.nd
     return out
 
 
-def autocast(dtype: str):
-    """The compute-dtype context for a forward pass: bf16 autocast on CPU, or nothing for fp32."""
-    if dtype not in DTYPES:
-        raise BertevalError(f"unknown dtype {dtype!r}; choose from {', '.join(DTYPES)}")
-    return torch.autocast("cpu", dtype=DTYPES[dtype]) if dtype != "fp32" else contextlib.nullcontext()
-
-
-def padded_batches(model: LoadedModel, texts: list[Text], max_length: int, max_tokens: int = 4096,
+def padded_batches(model: LoadedModel, texts: list[Text], max_length: int, max_tokens: int = MAX_TOKENS["fp32"],
                    max_batch: int = 256):
     """Tokenise once, then yield (indices into texts, padded batch of tensors), longest first."""
     enc = tokenise(model, texts, max_length)
@@ -205,16 +211,22 @@ def encode_batch(
     poolings: list[str],
     layers: list[int],
     dtype: str = "fp32",
+    how: str = precision.FROZEN,
 ) -> dict[tuple[str, int], torch.Tensor]:
-    """One forward pass over a padded batch -> {(pooling, layer): (B, width) float32}."""
+    """One forward pass over a padded batch -> {(pooling, layer): (B, width) float32}.
+
+    The encoder is frozen, so bf16 runs on its bf16 copy (`precision.FROZEN`), and pooling reads the states
+    cast back to float32 (the `pooler` pooling through the fp32 original's dense layer: one matmul per
+    input; a mean over tokens kept in bf16 would round it). `how=precision.MIXED` is the autocast path
+    frozen inference took before, kept for the bench to compare. In fp32 every cast is a no-op."""
     specs = pooling_mod.POOLINGS
     need_all = any(layer != -1 for layer in layers) or any(specs[p].needs_all_states for p in poolings)
-    with autocast(dtype):
-        out = model.encoder(**batch, output_hidden_states=need_all)
-        states = out.hidden_states if need_all else None
+    with precision.running(model.encoder, dtype, how) as encoder:
+        out = encoder(**batch, output_hidden_states=need_all)
+        states = tuple(h.float() for h in out.hidden_states) if need_all else None
         result = {}
         for layer in layers:
-            hidden = out.last_hidden_state if layer == -1 else out.hidden_states[layer]  # (B, T, H)
+            hidden = out.last_hidden_state.float() if layer == -1 else states[layer]  # (B, T, H)
             for name in poolings:
                 if specs[name].last_layer_only and layer != -1:
                     continue
@@ -231,15 +243,15 @@ def encode(
     layers: list[int] = (-1,),
     max_length: int = 128,
     dtype: str = "fp32",
-    max_tokens: int = 4096,  # measured: smaller padded batches run faster on this CPU than 16k-token ones
+    max_tokens: int | None = None,  # None: token_budget(dtype)
     max_batch: int = 256,
     use_cache: bool = True,
     progress: bool = True,
     desc: str = "encoding",
+    how: str = precision.FROZEN,  # MIXED: the earlier autocast path, for the bench (see encode_batch)
 ) -> EncodeResult:
     """Vectors for every (pooling, layer) asked for, from one pass over `texts`."""
-    if dtype not in DTYPES:
-        raise BertevalError(f"unknown dtype {dtype!r}; choose from {', '.join(DTYPES)}")
+    precision.check(dtype)
     for name in poolings:
         pooling_mod.check_available(name, model.heads)
     wanted = [
@@ -248,8 +260,8 @@ def encode(
         for p in poolings
         if not (pooling_mod.POOLINGS[p].last_layer_only and layer != -1)
     ]
-    key = key_fields(model, data_sha256, max_length, dtype)
-    folder = cache_dir() / "features" / feature_key(model, data_sha256, max_length, dtype)
+    key = key_fields(model, data_sha256, max_length, dtype, how)
+    folder = cache_dir() / "features" / feature_key(model, data_sha256, max_length, dtype, how)
     width = {p: pooling_mod.POOLINGS[p].width(model.hidden_size) for p in poolings}
     vectors: dict[tuple[str, int], np.ndarray] = {}
     repaired: list[str] = []
@@ -275,8 +287,8 @@ def encode(
     miss_layers = list(dict.fromkeys(layer for _, layer in missing))
     out = {k: np.zeros((len(texts), width[k[0]]), dtype=np.float32) for k in missing}  # (N, width)
     bar = tqdm(total=len(texts), desc=desc, unit="ex", disable=not progress, leave=False)
-    for idx, batch in padded_batches(model, texts, max_length, max_tokens, max_batch):
-        pooled = encode_batch(model, batch, miss_poolings, miss_layers, dtype)
+    for idx, batch in padded_batches(model, texts, max_length, max_tokens or token_budget(dtype), max_batch):
+        pooled = encode_batch(model, batch, miss_poolings, miss_layers, dtype, how)
         for k in missing:
             out[k][idx] = pooled[k].numpy()
         bar.update(len(idx))

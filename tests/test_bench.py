@@ -28,11 +28,14 @@ def test_flops_of_a_known_config_by_hand():
 def test_bench_verb_runs_end_to_end_on_the_tiny_model(tiny_models, tiny_sst2, tmp_path, capsys):
     out = tmp_path / "bench.json"
     rc = main(["bench", "--model", str(tiny_models["pretraining"]), "--data-dir", str(tiny_sst2),
-               "--sentences", "10", "--windows", "5", "--window-length", "32", "--repeats", "2", "--json", str(out)])
+               "--sentences", "10", "--windows", "5", "--window-length", "32", "--repeats", "2", "--json", str(out),
+               "--bf16-budgets", "64,4096"])
     assert rc == 0
     text = capsys.readouterr().out
-    for path in ("berteval", "transformers pipeline", "sentence-transformers"):
+    for path in ("berteval fp32", "berteval bf16 (weights)", "berteval bf16 (autocast)", "transformers pipeline fp32",
+                 "sentence-transformers fp32"):
         assert text.count(path) >= 2, path  # a row in each section
+    assert text.count("64-token batches") == 1  # the extra budget, once; 4096 is the default row
     assert "matmul peak: fp32" in text and "SST-2 dev from" in text and "built-in sample" in text
     assert text.count(" ok") == 2, "fp32 pooled vectors agree with both peers"
     rep = json.loads(out.read_text())
@@ -40,7 +43,10 @@ def test_bench_verb_runs_end_to_end_on_the_tiny_model(tiny_models, tiny_sst2, tm
     for t in rep["timings"]:
         assert len(t["times_s"]) == 2 and t["per_s"] > 0 and t["gflop"] > 0
         assert t["n_items"] == (10 if t["section"] == "sentences" else 5)
-    assert all(v <= bench.PARITY_TOL for k, v in rep["parity"].items() if "bf16" not in k)
+    assert all(v <= bench.PARITY_TOL for v in rep["parity"].values())
+    assert set(rep["bf16"]) == {f"{s}, bf16 ({how})" for s in ("sentences", "qa windows") for how in ("weights", "autocast")}
+    assert all(f["lowest_cosine"] > 0.99 for k, f in rep["bf16"].items() if k.startswith("sentences"))
+    assert "bf16 against berteval fp32" in text and "attention: sdpa" in text
 
 
 def test_qa_windows_are_the_runs_windows_and_peers_get_the_same_text(tiny_models):
@@ -79,8 +85,9 @@ def test_squad_by_dtype_scores_the_same_model_in_each_dtype(tiny_models, tmp_pat
         (tmp_path / "squad" / name).write_text(json.dumps(doc))
     m = models.load(str(tiny_models["pretraining"]))
     span = qa.QAModel(qa.head_model(m), m.tokenizer, "tiny")
-    source, rows = squad_dtypes.squad_by_dtype(tmp_path, span, limit=2, max_length=32, log=lambda _: None)
-    assert [r.dtype for r in rows] == ["fp32", "bf16"] and source == "tiny"
+    paths = (*squad_dtypes.SQUAD_PATHS, bench.BF16_AUTOCAST)
+    source, rows = squad_dtypes.squad_by_dtype(tmp_path, span, limit=2, max_length=32, paths=paths, log=lambda _: None)
+    assert [r.dtype for r in rows] == ["fp32", "bf16 (weights)", "bf16 (autocast)"] and source == "tiny"
     assert all(r.n_questions == 2 and r.n_windows >= 2 and 0 <= r.f1 <= 100 for r in rows)
     text = squad_dtypes.format_squad(source, rows)
-    assert "bf16 - fp32: EM" in text
+    assert "bf16 (weights) - fp32: EM" in text and "bf16 (autocast) - fp32: EM" in text

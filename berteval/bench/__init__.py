@@ -2,7 +2,8 @@
 
 Kept apart from the library's core: `encoders` times berteval's encoder path against
 transformers' pipeline and sentence-transformers on the same model and inputs;
-`squad_dtypes` scores the committed QA adapter in fp32 and bf16.
+`squad_dtypes` scores the committed QA adapter in fp32 and bf16 (on bf16 weights, the path a
+served model takes; with --squad-autocast also under autocast, the path before).
 """
 
 from __future__ import annotations
@@ -27,9 +28,15 @@ def add_arguments(ap) -> None:
     ap.add_argument("--repeats", type=int, default=5, help="timed rounds; the median is reported (default %(default)s)")
     ap.add_argument("--batch-size", type=int, default=PEER_BATCH, help="the peers' batch size (default %(default)s)")
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own, one per core)")
+    ap.add_argument("--bf16-budgets", default="", metavar="N,N,...",
+                    help="also time bf16 (weights) sentences at these padded-token budgets per batch, e.g. "
+                         "2048,8192,16384 (to tune berteval.features.MAX_TOKENS; default: its value only)")
     ap.add_argument("--json", default=None, metavar="OUT", help="also write the figures to this JSON file")
     ap.add_argument("--squad-dtypes", action="store_true",
-                    help="instead: EM/F1 and wall time of the committed fine-tuned QA adapter on SQuAD dev, fp32 vs bf16")
+                    help="instead: EM/F1 and wall time of the committed fine-tuned QA adapter on SQuAD dev, fp32 vs "
+                         "bf16 (weights)")
+    ap.add_argument("--squad-autocast", action="store_true",
+                    help="with --squad-dtypes: also bf16 (autocast), the path bf16 took before bf16 weights")
     ap.add_argument("--limit-eval", type=int, default=None, help="with --squad-dtypes: the first N dev questions")
 
 
@@ -37,21 +44,27 @@ def command(args) -> int:
     import sys
 
     from ..config import data_dir
-    from .encoders import format_report, run_bench, write_json
-    from .squad_dtypes import format_squad, squad_by_dtype
+    from .encoders import BF16_AUTOCAST, format_report, run_bench, write_json
+    from .squad_dtypes import SQUAD_PATHS, format_squad, squad_by_dtype
 
     log = lambda m: print(m, file=sys.stderr)  # noqa: E731
     if args.squad_dtypes:
         folder = data_dir(args.data_dir)
         if folder is None:
             raise BertevalError("--squad-dtypes needs --data-dir (or BERTEVAL_DATA) with squad/dev-v1.1.json")
-        source, rows = squad_by_dtype(folder, limit=args.limit_eval, log=log)
+        paths = (*SQUAD_PATHS, *((BF16_AUTOCAST,) if args.squad_autocast else ()))
+        source, rows = squad_by_dtype(folder, limit=args.limit_eval, paths=paths, log=log)
         print(format_squad(source, rows))
         if args.json:
             Path(args.json).write_text(json.dumps({"model": source, "rows": [asdict(r) for r in rows]}, indent=1))
         return 0
+    try:
+        budgets = [int(b) for b in args.bf16_budgets.split(",") if b.strip()]
+    except ValueError as exc:
+        raise BertevalError(f"--bf16-budgets takes comma-separated token counts such as 2048,8192, not "
+                            f"{args.bf16_budgets!r}") from exc
     rep = run_bench(args.model, data_dir(args.data_dir), args.sentences, args.windows, args.window_length,
-                    args.repeats, args.batch_size, args.threads, log=log)
+                    args.repeats, args.batch_size, args.threads, budgets, log=log)
     print(format_report(rep))
     if args.json:
         write_json(rep, Path(args.json))

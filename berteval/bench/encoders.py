@@ -2,14 +2,16 @@
 
 A user choosing a tool asks how fast it turns sentences into vectors, so the benchmark
 runs, on the same model folder and the same inputs, berteval's own path
-(`features.encode` for sentences, `qa.window_logits` for 384-token SQuAD windows; fp32
-and bf16), transformers' `pipeline("feature-extraction")` and sentence-transformers'
-`encode`, both at batch 32. The shared machine's load drifts, so the timed calls are
+(`features.encode` for sentences, `qa.window_logits` for 384-token SQuAD windows; fp32,
+bf16 on a bf16 copy of the weights, the path frozen inference takes, and bf16 autocast, the
+path training takes: see `berteval.precision`), transformers' `pipeline("feature-extraction")`
+and sentence-transformers' `encode`, both at batch 32. The shared machine's load drifts, so the timed calls are
 interleaved (each round runs every path once, after one untimed warm-up round) and the
 median round is reported; ratios within one run are the figure to trust, not absolute
 speeds. Achieved GFLOP/s (from the model config and the real token counts) is set
 against a matmul peak measured in the same process, and pooled vectors are checked
-against the peers' in fp32, like with like.
+against the peers' in fp32, like with like; each bf16 path is checked against berteval's
+fp32 on the same inputs (vectors: lowest cosine; windows: logits and the best start and end).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from .. import features, models
+from .. import features, models, precision
 from ..errors import BertevalError
 from ..qa import DEFAULTS as QA_DEFAULTS
 from ..qa import inference as qa
@@ -58,15 +60,29 @@ FALLBACK_QA = (
 )
 
 
+BERTEVAL = "berteval"
+FP32, BF16_WEIGHTS, BF16_AUTOCAST = precision.PATHS  # the path labels: "fp32", "bf16 (weights)", "bf16 (autocast)"
+
+
 @dataclass
 class Timing:
     section: str  # "sentences" or "qa windows"
     path: str  # what ran, e.g. "berteval" or "transformers pipeline"
-    dtype: str
+    dtype: str  # a key of precision.PATHS: "fp32", "bf16 (weights)", "bf16 (autocast)"
     n_items: int
     n_tokens: int  # real (unpadded) tokens the path's own tokeniser produced
     gflop: float  # useful work: FLOPs over the real tokens (see encoder_flops)
     times_s: list[float] = field(default_factory=list)
+    max_tokens: int | None = None  # berteval's token budget per batch, where the row tries a non-default one
+
+    @property
+    def label(self) -> str:
+        budget = f", {self.max_tokens:,}-token batches" if self.max_tokens else ""
+        return f"{self.path} {self.dtype}{budget}"
+
+    @property
+    def peak_dtype(self) -> str:
+        return precision.PATHS[self.dtype][0]
 
     @property
     def median_s(self) -> float:
@@ -91,7 +107,8 @@ class BenchReport:
     qa_source: str
     peak_gflops: dict[str, float]  # dtype -> best measured matmul GFLOP/s
     timings: list[Timing]
-    parity: dict[str, float]  # check name -> max |difference|
+    parity: dict[str, float]  # fp32 check name -> max |difference| (berteval vs the peers)
+    bf16: dict[str, dict[str, float]] = field(default_factory=dict)  # "section, path" -> its figures vs berteval fp32
     notes: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
@@ -246,41 +263,47 @@ def _time_rounds(timings: list[Timing], calls: list[Callable[[], object]], repea
     return outputs
 
 
-def bench_sentences(loaded, texts: list[str], repeats: int, batch_size: int, report_notes: list[str]):
-    """Timings and fp32 parity for sentences -> one mean-pooled vector each."""
+def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+
+
+def bench_sentences(loaded, texts: list[str], repeats: int, batch_size: int, bf16_budgets=()):
+    """Timings, fp32 parity with the peers, and each bf16 path against fp32, for sentences -> one mean-pooled
+    vector each. `bf16_budgets`: more bf16 (weights) rows at these token budgets (tuning features.MAX_TOKENS)."""
     cfg = loaded.encoder.config
     lengths = [len(ids) for ids in loaded.tokenizer(texts, truncation=True, max_length=SENTENCE_MAX_LENGTH)["input_ids"]]
     gflop = encoder_flops(cfg, lengths) / 1e9
     peers, normalises = _peer_calls(loaded, texts, lengths, batch_size, SENTENCE_MAX_LENGTH)
 
-    def ours(dtype):
+    def ours(label, max_tokens=None):
+        dtype, how = precision.PATHS[label]
         return lambda: features.encode(loaded, texts, data_sha256="bench", poolings=["mean"],
-                                       max_length=SENTENCE_MAX_LENGTH, dtype=dtype, use_cache=False,
-                                       progress=False).vectors[("mean", -1)]
+                                       max_length=SENTENCE_MAX_LENGTH, dtype=dtype, max_tokens=max_tokens,
+                                       use_cache=False, progress=False, how=how).vectors[("mean", -1)]
 
-    calls = {
-        ("berteval", "fp32"): ours("fp32"),
-        ("berteval", "bf16"): ours("bf16"),
-        **peers,
-    }
-    timings = [Timing("sentences", p, d, len(texts), sum(lengths), gflop) for p, d in calls]
+    calls = {(BERTEVAL, label, None): ours(label) for label in precision.PATHS}
+    calls.update({(BERTEVAL, BF16_WEIGHTS, b): ours(BF16_WEIGHTS, b) for b in bf16_budgets
+                  if b != features.MAX_TOKENS["bf16"]})
+    calls.update({(path, FP32, None): call for (path, _), call in peers.items()})
+    timings = [Timing("sentences", p, d, len(texts), sum(lengths), gflop, max_tokens=b) for p, d, b in calls]
     out = dict(zip(calls, _time_rounds(timings, list(calls.values()), repeats)))
 
-    ours32, ours16 = out[("berteval", "fp32")], out[("berteval", "bf16")]
+    ours32 = out[(BERTEVAL, FP32, None)]
     unit = ours32 / np.linalg.norm(ours32, axis=1, keepdims=True)
     parity = {
-        "sentences fp32: berteval mean vs pipeline mean": float(np.abs(ours32 - out[("transformers pipeline", "fp32")]).max()),
+        "sentences fp32: berteval mean vs pipeline mean": float(np.abs(ours32 - out[("transformers pipeline", FP32, None)]).max()),
         f"sentences fp32: berteval mean{', L2-normalised,' if normalises else ''} vs sentence-transformers":
-            float(np.abs((unit if normalises else ours32) - out[("sentence-transformers", "fp32")]).max()),
-        "sentences bf16 vs fp32 (berteval mean)": float(np.abs(ours16 - ours32).max()),
+            float(np.abs((unit if normalises else ours32) - out[("sentence-transformers", FP32, None)]).max()),
     }
-    cos = (ours16 * ours32).sum(1) / (np.linalg.norm(ours16, axis=1) * np.linalg.norm(ours32, axis=1))
-    report_notes.append(f"bf16 vs fp32 mean vectors: lowest cosine {cos.min():.6f} over {len(texts)} sentences")
-    return timings, parity
+    bf16 = {f"sentences, {label}": {"lowest_cosine": float(_cosines(out[(BERTEVAL, label, None)], ours32).min()),
+                                    "max_abs_diff": float(np.abs(out[(BERTEVAL, label, None)] - ours32).max())}
+            for label in (BF16_WEIGHTS, BF16_AUTOCAST)}
+    return timings, parity, bf16
 
 
 def bench_windows(loaded, questions, n_windows: int, max_length: int, repeats: int, batch_size: int):
-    """Timings for QA windows: berteval's span model vs the peers encoding the same windows."""
+    """Timings for QA windows (berteval's span model in each path vs the peers encoding the same windows), and
+    each bf16 path's logits against fp32's."""
     cfg = loaded.encoder.config
     windows = qa_windows(loaded.tokenizer, questions, n_windows, max_length)
     texts = window_texts(loaded.tokenizer, windows, questions)
@@ -288,22 +311,31 @@ def bench_windows(loaded, questions, n_windows: int, max_length: int, repeats: i
     peer_len = [len(ids) for ids in loaded.tokenizer(texts, truncation=True, max_length=max_length)["input_ids"]]
     span_model = qa.head_model(loaded)  # the head's weights do not matter for speed
     peers, _ = _peer_calls(loaded, texts, peer_len, batch_size, max_length)
-    calls = {
-        ("berteval", "fp32"): lambda: qa.window_logits(span_model, loaded.tokenizer, windows, dtype="fp32"),
-        ("berteval", "bf16"): lambda: qa.window_logits(span_model, loaded.tokenizer, windows, dtype="bf16"),
-        **peers,
-    }
-    timings = [
-        Timing("qa windows", p, d, len(windows), sum(lens), encoder_flops(cfg, lens) / 1e9)
-        for (p, d), lens in zip(calls, (ours_len, ours_len, peer_len, peer_len))
-    ]
-    _time_rounds(timings, list(calls.values()), repeats)
-    return timings
+
+    def ours(label):
+        dtype, how = precision.PATHS[label]
+        return lambda: qa.window_logits(span_model, loaded.tokenizer, windows, dtype=dtype, how=how)
+
+    calls = {**{(BERTEVAL, label): ours(label) for label in precision.PATHS},
+             **{(path, FP32): call for (path, _), call in peers.items()}}
+    timings = [Timing("qa windows", p, d, len(windows), sum(lens), encoder_flops(cfg, lens) / 1e9)
+               for (p, d), lens in zip(calls, [ours_len] * len(precision.PATHS) + [peer_len] * len(peers))]
+    out = dict(zip(calls, _time_rounds(timings, list(calls.values()), repeats)))
+    s32, e32 = out[(BERTEVAL, FP32)]
+    bf16 = {}
+    for label in (BF16_WEIGHTS, BF16_AUTOCAST):
+        s16, e16 = out[(BERTEVAL, label)]
+        bf16[f"qa windows, {label}"] = {
+            "max_abs_logit_diff": float(max(np.abs(a - b).max() for a, b in zip(s16 + e16, s32 + e32))),
+            "same_best_start_and_end": sum(int(a.argmax() == b.argmax() and c.argmax() == d.argmax())
+                                           for a, b, c, d in zip(s16, s32, e16, e32)),
+            "windows": len(windows)}
+    return timings, bf16
 
 
 def run_bench(model: str = models.DEFAULT, data_dir: Path | None = None, sentences: int | None = None,
               windows: int = 64, window_length: int = QA_WINDOW, repeats: int = 5,
-              batch_size: int = PEER_BATCH, threads: int | None = None, log=print) -> BenchReport:
+              batch_size: int = PEER_BATCH, threads: int | None = None, bf16_budgets=(), log=print) -> BenchReport:
     if repeats < 1:
         raise BertevalError("--repeats must be at least 1")
     if threads:
@@ -311,17 +343,28 @@ def run_bench(model: str = models.DEFAULT, data_dir: Path | None = None, sentenc
     loaded = models.load(model)
     texts, sent_source = load_sentences(data_dir, sentences)
     questions, qa_source = load_questions(data_dir) if windows else ([], "skipped (--windows 0)")
-    notes: list[str] = []
+    notes = [f"attention: {loaded.encoder.config._attn_implementation} (every berteval path; bf16 (weights) copies "
+             f"the model as loaded), token budget per batch: fp32 {features.MAX_TOKENS['fp32']:,}, "
+             f"bf16 {features.MAX_TOKENS['bf16']:,}"]
     log(f"matmul peak ({torch.get_num_threads()} threads) ...")
     peak = {"fp32": matmul_peak(torch.float32, repeats), "bf16": matmul_peak(torch.bfloat16, repeats)}
     log(f"sentences: {len(texts)} x {repeats + 1} rounds ...")
-    timings, parity = bench_sentences(loaded, texts, repeats, batch_size, notes)
+    timings, parity, bf16 = bench_sentences(loaded, texts, repeats, batch_size, bf16_budgets)
     if windows:
         log(f"QA windows: {windows} x {repeats + 1} rounds ...")
-        timings += bench_windows(loaded, questions, windows, window_length, repeats, batch_size)
+        more, bf16_windows = bench_windows(loaded, questions, windows, window_length, repeats, batch_size)
+        timings += more
+        bf16.update(bf16_windows)
     return BenchReport(model=loaded.model_id, machine=machine(), threads=torch.get_num_threads(), repeats=repeats,
                        sentences_source=sent_source, qa_source=qa_source, peak_gflops=peak, timings=timings,
-                       parity=parity, notes=notes)
+                       parity=parity, bf16=bf16, notes=notes)
+
+
+def _bf16_line(name: str, fig: dict) -> str:
+    if "lowest_cosine" in fig:
+        return f"  {name}: lowest cosine {fig['lowest_cosine']:.6f}, max |diff| {fig['max_abs_diff']:.2e}"
+    return (f"  {name}: max |logit diff| {fig['max_abs_logit_diff']:.3f}, best start and end as fp32's in "
+            f"{fig['same_best_start_and_end']} of {fig['windows']} windows")
 
 
 def format_report(rep: BenchReport) -> str:
@@ -330,23 +373,30 @@ def format_report(rep: BenchReport) -> str:
              f"median of {rep.repeats} interleaved rounds after a warm-up round; peers at batch {PEER_BATCH}",
              "matmul peak: " + ", ".join(f"{d} {g:,.0f} GFLOP/s" for d, g in rep.peak_gflops.items()),
              ""]
-    header = (f"{'section':<11} {'path':<22} {'dtype':<5} {'items/s':>9} {'min-max s':>13} {'tok/item':>8} "
-              f"{'GFLOP/s':>8} {'% peak':>6} {'bert fp32 /':>11} {'bert bf16 /':>11}")
+    width = max(len(t.label) for t in rep.timings)
+    header = (f"{'section':<11} {'path':<{width}} {'items/s':>9} {'min-max s':>13} {'tok/item':>8} "
+              f"{'GFLOP/s':>8} {'% peak':>6} {'fp32 /':>7} {'bf16w /':>7}")
     lines += [header, "-" * len(header)]
     for section in dict.fromkeys(t.section for t in rep.timings):
         rows = [t for t in rep.timings if t.section == section]
-        base = {t.dtype: t.per_s for t in rows if t.path == "berteval"}
+        base = {t.dtype: t.per_s for t in rows if t.path == BERTEVAL and not t.max_tokens}
         for t in rows:
             ratio = lambda d: f"{base[d] / t.per_s:.2f}x" if d in base else "-"  # noqa: E731
-            lines.append(f"{section:<11} {t.path:<22} {t.dtype:<5} {t.per_s:>9,.1f} "
+            lines.append(f"{section:<11} {t.label:<{width}} {t.per_s:>9,.1f} "
                          f"{min(t.times_s):>6.2f}-{max(t.times_s):<6.2f} {t.n_tokens / t.n_items:>8.1f} "
-                         f"{t.gflops:>8,.1f} {100 * t.gflops / rep.peak_gflops[t.dtype]:>5.0f}% "
-                         f"{ratio('fp32'):>11} {ratio('bf16'):>11}")
-    lines += ["", "'bert fp32 /' and 'bert bf16 /': berteval's items/s in that dtype divided by this row's.",
+                         f"{t.gflops:>8,.1f} {100 * t.gflops / rep.peak_gflops[t.peak_dtype]:>5.0f}% "
+                         f"{ratio(FP32):>7} {ratio(BF16_WEIGHTS):>7}")
+    lines += ["", f"'fp32 /' and 'bf16w /': items/s of berteval fp32 and of berteval {BF16_WEIGHTS} divided by "
+                  "this row's; '% peak': of the matmul peak in the row's dtype.",
+              f"{BF16_WEIGHTS}: the model's weights cast to bf16 (frozen inference: probes, pretrained heads, the "
+              f"served model); {BF16_AUTOCAST}: fp32 weights under autocast (training and the evaluation after it).",
               "GFLOP/s: encoder FLOPs over the real (unpadded) tokens / median time; see bench.encoder_flops.", ""]
     for name, diff in rep.parity.items():
-        verdict = "" if "bf16" in name else (" ok" if diff <= PARITY_TOL else f" ABOVE {PARITY_TOL:g}")
+        verdict = " ok" if diff <= PARITY_TOL else f" ABOVE {PARITY_TOL:g}"
         lines.append(f"parity, {name}: max |diff| {diff:.2e}{verdict}")
+    if rep.bf16:
+        lines.append("bf16 against berteval fp32, same inputs:")
+        lines += [_bf16_line(name, fig) for name, fig in rep.bf16.items()]
     lines += [f"note: {n}" for n in rep.notes]
     return "\n".join(lines)
 

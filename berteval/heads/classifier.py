@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .. import features, pooling
+from .. import features, pooling, precision
 
 
 class PooledClassifier(torch.nn.Module):
@@ -66,11 +66,13 @@ def collate_fn(tokenizer, ds: Examples):
 
 @torch.inference_mode()
 def predict(model: PooledClassifier, loaded, texts: list, max_length: int, dtype: str) -> np.ndarray:
-    """(N, n_labels) probabilities, in the order of `texts`."""
+    """(N, n_labels) probabilities, in the order of `texts`. The model was just trained (or is being: the
+    held-out check between epochs), so bf16 runs as it trained, under autocast over its fp32 weights
+    (`precision.MIXED`), with the fp32 token budget: the bf16 fine-tune records keep reproducing."""
     model.eval()
     out = None
     for idx, batch in features.padded_batches(loaded, texts, max_length):
-        with features.autocast(dtype):
+        with precision.autocast(dtype):
             _, logits = model(**batch)
         p = torch.softmax(logits.float(), -1).numpy()
         if out is None:

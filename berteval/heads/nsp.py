@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .. import features, models
+from .. import features, models, precision
 from ..errors import BertevalError
 
 PAIR_MAX_LENGTH = 128  # tokens for [CLS] A [SEP] B [SEP] when the run does not say
@@ -35,11 +35,12 @@ def require_pretrained_head(model: models.LoadedModel) -> torch.nn.Module:
 @torch.inference_mode()
 def pretrained_proba(model: models.LoadedModel, pairs: list[tuple[str, str]], max_length: int = PAIR_MAX_LENGTH,
                      dtype: str = "fp32") -> np.ndarray:
-    """(N, 2) softmax of the checkpoint's NSP logits: column 0 = P(IsNext), column 1 = P(NotNext)."""
+    """(N, 2) softmax of the checkpoint's NSP logits: column 0 = P(IsNext), column 1 = P(NotNext). Nothing
+    is trained here, so bf16 runs on the NSP model's bf16 copy (`precision.FROZEN`)."""
     head = require_pretrained_head(model)
     out = np.zeros((len(pairs), 2), dtype=np.float32)
-    for idx, batch in features.padded_batches(model, pairs, max_length):
-        with features.autocast(dtype):
-            logits = head(**batch).logits  # (B, 2): seq_relationship, index 0 = IsNext
+    for idx, batch in features.padded_batches(model, pairs, max_length, features.token_budget(dtype)):
+        with precision.running(head, dtype) as nsp:
+            logits = nsp(**batch).logits  # (B, 2): seq_relationship, index 0 = IsNext
         out[idx] = torch.softmax(logits.float(), dim=-1).numpy()
     return out

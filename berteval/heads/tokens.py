@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from .. import features, pooling
+from .. import features, pooling, precision
 from ..errors import BertevalError
 from .linear import heldout_split
 
@@ -53,14 +53,16 @@ def check_fits(name: str, n_tokens: int, hidden: int, n_layers: int, n_texts: in
 @torch.inference_mode()
 def token_states(model, texts: list, layers: list[int], max_length: int, dtype: str, name: str
                  ) -> dict[int, list[torch.Tensor]]:
-    """{layer: [(T_i, H) float32 states of input i's real tokens]}, from one pass over `texts`."""
+    """{layer: [(T_i, H) float32 states of input i's real tokens]}, from one pass over `texts`. The encoder
+    is frozen (only the head and the pooling's parameters train, on these states), so bf16 runs on its
+    bf16 copy (`precision.FROZEN`) with the frozen path's token budget."""
     lengths = [len(ids) for ids in features.tokenise(model, texts, max_length)["input_ids"]]
     check_fits(name, sum(lengths), model.hidden_size, len(layers), len(texts))
     out: dict[int, list] = {layer: [None] * len(texts) for layer in layers}
     need_all = any(layer != -1 for layer in layers)
-    for idx, batch in features.padded_batches(model, texts, max_length):
-        with features.autocast(dtype):
-            enc = model.encoder(**batch, output_hidden_states=need_all)
+    for idx, batch in features.padded_batches(model, texts, max_length, features.token_budget(dtype)):
+        with precision.running(model.encoder, dtype) as encoder:
+            enc = encoder(**batch, output_hidden_states=need_all)
         for layer in layers:
             hidden = (enc.last_hidden_state if layer == -1 else enc.hidden_states[layer]).float()  # (B, T, H)
             for row, i in enumerate(idx):

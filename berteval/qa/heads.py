@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..features import autocast
+from .. import precision
 from .windows import Windows
 
 
@@ -75,16 +75,16 @@ def qa_loss(model, batch):
 @torch.inference_mode()
 def hidden_states(tokenizer, model: torch.nn.Module, windows: Windows, dtype: str) -> list[torch.Tensor]:
     """last_hidden_state of every window, once: a frozen encoder gives the same vectors every
-    epoch, so the probe pays one forward pass instead of one per epoch."""
-    base = model.base_model
+    epoch, so the probe pays one forward pass instead of one per epoch. The encoder is frozen, so bf16
+    runs on the QA model's bf16 copy (`precision.FROZEN`), as the probe's evaluation does."""
     out: list[torch.Tensor | None] = [None] * len(windows)
     lengths = np.array([len(f["input_ids"]) for f in windows.features])
     order = np.argsort(-lengths, kind="stable")
     for i in range(0, len(order), 16):
         idx = order[i : i + 16]
         batch = tokenizer.pad([windows.features[j] for j in idx], return_tensors="pt")
-        with autocast(dtype):
-            hidden = base(**batch).last_hidden_state  # (B, T, H)
+        with precision.running(model, dtype) as m:
+            hidden = m.base_model(**batch).last_hidden_state  # (B, T, H)
         for row, j in enumerate(idx):
             out[j] = hidden[row, : lengths[j]].to(torch.bfloat16)  # bf16 storage halves the memory
     return out

@@ -18,9 +18,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .. import models
+from .. import models, precision
 from ..errors import BertevalError
-from ..features import autocast
 from . import DEFAULTS, QASettings
 from .decode import Candidate, best_spans
 from .windows import Windows, make_windows
@@ -65,8 +64,14 @@ def head_model(loaded: models.LoadedModel, require_pretrained: bool = False,
 
 @torch.inference_mode()
 def window_logits(model: torch.nn.Module, tokenizer, windows: Windows, dtype: str = "fp32",
-                  max_tokens: int = 8192, progress: bool = False) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """Start and end logits (each (T_w,) float32) for every window, length-sorted batches."""
+                  max_tokens: int = 8192, progress: bool = False,
+                  how: str | None = precision.FROZEN) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Start and end logits (each (T_w,) float32) for every window, length-sorted batches.
+
+    `how` says how bf16 runs (`berteval.precision`): FROZEN (the default: a served, committed or
+    pretrained model, or a frozen encoder under a probe's head) on the model's bf16 copy; MIXED
+    (the evaluation right after a fine-tune, as it trained) under autocast; None for a model that
+    applies the dtype inside (`qa.vector.VectorQA`)."""
     from tqdm.auto import tqdm
 
     model.eval()
@@ -80,8 +85,8 @@ def window_logits(model: torch.nn.Module, tokenizer, windows: Windows, dtype: st
         size = max(1, max_tokens // int(lengths[order[i]]))
         idx = order[i : i + size]
         batch = tokenizer.pad([windows.features[j] for j in idx], return_tensors="pt")
-        with autocast(dtype):
-            out = model(**batch)
+        with precision.running(model, dtype, how) as m:
+            out = m(**batch)
         s, e = out.start_logits.float().numpy(), out.end_logits.float().numpy()  # (B, T)
         for row, j in enumerate(idx):
             starts[j], ends[j] = s[row, : lengths[j]], e[row, : lengths[j]]
@@ -112,18 +117,20 @@ class Spans:
 
 
 def spans(model: torch.nn.Module, tokenizer, questions: list[str], contexts: list[str],
-          settings: QASettings = DEFAULTS, dtype: str = "fp32", progress: bool = False) -> Spans:
-    """Questions and contexts -> windows -> start/end logits -> each question's n-best answers."""
+          settings: QASettings = DEFAULTS, dtype: str = "fp32", progress: bool = False,
+          how: str | None = precision.FROZEN) -> Spans:
+    """Questions and contexts -> windows -> start/end logits -> each question's n-best answers
+    (`how`: see `window_logits`)."""
     windows = make_windows(tokenizer, questions, contexts, max_length=settings.max_length,
                            doc_stride=settings.doc_stride)
-    starts, ends = window_logits(model, tokenizer, windows, dtype=dtype, progress=progress)
+    starts, ends = window_logits(model, tokenizer, windows, dtype=dtype, progress=progress, how=how)
     nbest = decode(windows, contexts, starts, ends, settings.n_best, settings.max_answer_length)
     return Spans(windows, nbest, starts, ends)
 
 
 def spans_streamed(model: torch.nn.Module, tokenizer, questions: list[str], contexts: list[str],
                    settings: QASettings = DEFAULTS, dtype: str = "fp32", chunk: int = 256,
-                   progress: bool = False) -> tuple[list[list[Candidate]], int]:
+                   progress: bool = False, how: str | None = precision.FROZEN) -> tuple[list[list[Candidate]], int]:
     """(each question's n-best, number of windows) through `spans`, a chunk of questions at a time: the
     windows, token lists and logits of one chunk are freed before the next, so scoring all of SQuAD dev
     holds the answers, not 10,000 windows of Python objects."""
@@ -133,7 +140,7 @@ def spans_streamed(model: torch.nn.Module, tokenizer, questions: list[str], cont
     n_windows = 0
     bar = tqdm(total=len(questions), desc="QA questions", unit="q", disable=not progress, leave=False)
     for i in range(0, len(questions), chunk):
-        found = spans(model, tokenizer, questions[i : i + chunk], contexts[i : i + chunk], settings, dtype)
+        found = spans(model, tokenizer, questions[i : i + chunk], contexts[i : i + chunk], settings, dtype, how=how)
         nbest += found.nbest
         n_windows += len(found.windows)
         bar.update(len(found.nbest))

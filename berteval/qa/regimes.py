@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import records
+from .. import precision, records
 from ..errors import BertevalError
 from ..tasks.base import Split, limit_split
 from ..regimes.base import Cell, CellRegime, CellResult
@@ -52,6 +52,10 @@ class _SpanRegime(CellRegime):
     """Shared by the three: data, identity, evaluation and the record's config."""
 
     trained = True
+    # How bf16 runs the encoder (`berteval.precision`): frozen -> on its bf16 copy, named in the run id;
+    # fine-tuned -> trained and evaluated under autocast, the id as it always was. One attribute decides
+    # both, so a record's id never names a path its evaluation did not take.
+    bf16_path = precision.FROZEN
 
     def describe(self) -> dict:
         return {}
@@ -85,7 +89,8 @@ class _SpanRegime(CellRegime):
         return {"schema": records.SCHEMA_VERSION, "model": run.identity.model_id, "revision": run.identity.revision,
                 "task": run.task.name, "task_version": run.task.version, "data": sha, "regime": run.spec.regime,
                 "seed": cell.seed, "max_length": qa.max_length, "doc_stride": qa.doc_stride, "n_best": qa.n_best,
-                "max_answer_length": qa.max_answer_length, "dtype": run.spec.dtype, "n_train": len(train), **extra}
+                "max_answer_length": qa.max_answer_length, "dtype": run.spec.dtype, "n_train": len(train), **extra,
+                **precision.identity(run.spec.dtype, self.bf16_path)}
 
     def prepare(self, run, todo: list[Cell]) -> _Prepared:
         train, dev, sha = self._splits(run)
@@ -101,8 +106,9 @@ class _SpanRegime(CellRegime):
         return prep
 
     def evaluate(self, prep: _Prepared, model, run_id: str, config: dict, train_wall: float,
-                 n_train: int) -> CellResult:
-        """Every dev question through its windows: metrics, official predictions, n-best (kept local)."""
+                 n_train: int, *, own_precision: bool = False) -> CellResult:
+        """Every dev question through its windows: metrics, official predictions, n-best (kept local).
+        `own_precision`: the model applies the dtype inside (`qa.vector.VectorQA`)."""
         import time
 
         from .inference import spans_streamed
@@ -110,7 +116,8 @@ class _SpanRegime(CellRegime):
         run, dev = prep.run, prep.dev
         t0 = time.perf_counter()
         nbest, n_windows = spans_streamed(model, run.model.tokenizer, [q for q, _ in dev.texts],
-                                          [c for _, c in dev.texts], prep.qa, run.spec.dtype, progress=run.spec.progress)
+                                          [c for _, c in dev.texts], prep.qa, run.spec.dtype, progress=run.spec.progress,
+                                          how=None if own_precision else self.bf16_path)
         wall = time.perf_counter() - t0
         predictions = {qid: (c[0].text if c else "") for qid, c in zip(dev.ids, nbest)}
         metrics = run.score(predictions=predictions, golds={qid: list(g.texts) for qid, g in zip(dev.ids, dev.labels)})
@@ -124,7 +131,8 @@ class _SpanRegime(CellRegime):
             n_train=n_train, n_eval=len(dev), predictions=predictions,
             config={"data_source": run.data.source, "train_source": run.data.details.get("train_source"),
                     "max_seq_length": qa.max_length, "doc_stride": qa.doc_stride, "n_best": qa.n_best,
-                    "max_answer_length": qa.max_answer_length, "limit_eval": run.spec.limit_eval, **config, **timing},
+                    "max_answer_length": qa.max_answer_length, "limit_eval": run.spec.limit_eval, **config, **timing,
+                    **precision.identity(run.spec.dtype, self.bf16_path)},
             wall_s=train_wall + timing["eval_wall_s"])
 
     def train(self, prep: _Prepared, cell: Cell, run_id: str, module, dataset, collate, loss) -> tuple:
@@ -245,7 +253,7 @@ class SpanProbe(_SpanRegime):
                       dev_vectors="reused from an earlier cell of this run" if memo else
                       f"encoded in this cell, with every pooling of the run ({', '.join(state['poolings'])})")
         model = VectorQA(run.model, cell.pooling, getattr(head, "module", head), state["poolings"], run.spec.dtype, memo)
-        result = self.evaluate(prep, model, run_id, config, res.wall_s, len(prep.train))
+        result = self.evaluate(prep, model, run_id, config, res.wall_s, len(prep.train), own_precision=True)
         result.cleanup = lambda: training.clear_checkpoint(cfg)
         return result
 
@@ -253,6 +261,8 @@ class SpanProbe(_SpanRegime):
 class SpanFinetune(_SpanRegime):
     """Encoder and span head trained together; the recipe (`berteval.qa.recipes`) says which weights move
     and what is saved: LoRA (the `finetune` regime), LoRA plus biases and LayerNorms, or every weight."""
+
+    bf16_path = precision.MIXED  # trained: autocast over fp32 weights, in training and in the evaluation after it
 
     def __init__(self, recipe: recipes.Recipe = recipes.LORA):
         self.recipe = recipe

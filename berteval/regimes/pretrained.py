@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import records
+from .. import precision, records
 from ..qa.regimes import SpanPretrained
 from ..tasks.base import PAIR, SPAN, Split
 from .base import Cell, CellRegime, CellResult, Regime
@@ -36,7 +36,7 @@ class NSPPretrained(CellRegime):
         return {"schema": records.SCHEMA_VERSION, "model": run.identity.model_id, "revision": run.identity.revision,
                 "task": run.task.name, "task_version": run.task.version, "data": self._sha(run),
                 "pooling": NSP_HEAD, "regime": run.spec.regime, "layer": -1, "seed": 0,
-                "max_length": run.max_length, "dtype": run.spec.dtype}
+                "max_length": run.max_length, "dtype": run.spec.dtype, **precision.identity(run.spec.dtype)}
 
     def _sha(self, run) -> str:
         return run.task.subset(run.data, run.data.train, run.eval_split())
@@ -67,7 +67,7 @@ class NSPPretrained(CellRegime):
             config={"data_source": run.data.source, "train_examples_available": len(run.data.train),
                     "max_length": run.max_length,
                     "head": "the checkpoint's seq_relationship layer on its pooler_output, no training",
-                    "label_order": {str(i): name for i, name in enumerate(LABELS)}},
+                    "label_order": {str(i): name for i, name in enumerate(LABELS)}, **precision.identity(run.spec.dtype)},
             predictions={"run_id": run_id, "split": evals.name, "data_sha256": prep.data_sha,
                          "label": y.tolist(), "pred": pred.tolist(), "proba": np.round(proba[:, NOT_NEXT], 5).tolist()},
             correct=pred == y, wall_s=wall,

@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from .. import pooling
+from .. import pooling, precision
 from ..heads import linear
 from ..qa.regimes import SpanProbe
 from ..tasks.base import PAIR, SENTENCE, SPAN, Split, limit_split
@@ -47,8 +47,9 @@ class PooledProbe(CellRegime):
         train, _, data_sha = self._splits(run)
         check_sizes([cell], len(train))
         head = {"token_head": TOKEN_HEAD} if pooling.POOLINGS[cell.pooling].trained else {"c_grid": linear.C_GRID}
+        # The encoder is frozen: bf16 runs on its bf16 weights, named in the id (nothing added for fp32).
         return {**pooled_identity(run, cell, data_sha, len(train)), **head,
-                "heldout": [linear.HELDOUT_MAX, linear.HELDOUT_FRACTION]}
+                "heldout": [linear.HELDOUT_MAX, linear.HELDOUT_FRACTION], **precision.identity(run.spec.dtype)}
 
     def prepare(self, run, todo: list[Cell]) -> _Prepared:
         check_poolings(run, todo)
@@ -104,7 +105,8 @@ class PooledProbe(CellRegime):
             n_train=fitted.n_train, n_eval=len(evals),
             config={"data_source": run.data.source, "train_examples_available": len(train),
                     "limit_train": run.spec.limit_train, **sized_config(cell, rows, len(train)),
-                    "max_length": run.max_length, "probe": probe, "encode_wall_s": round(run.report.encode_wall_s, 3)},
+                    "max_length": run.max_length, "probe": probe, "encode_wall_s": round(run.report.encode_wall_s, 3),
+                    **precision.identity(run.spec.dtype)},
             predictions={"run_id": run_id, "split": evals.name, "data_sha256": prep.data_sha,
                          "label": y_eval.tolist(), "pred": pred.tolist(), "proba": np.round(proba, 5).tolist()},
             correct=pred == y_eval, head=head, wall_s=wall,

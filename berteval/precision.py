@@ -1,0 +1,115 @@
+"""How a model runs in a compute dtype: frozen inference on bf16 weights, training in mixed precision.
+
+`--dtype` names the compute dtype; what it does depends on whether the weights are trained:
+- fp32 (the default): the module as loaded, unchanged, bit for bit what berteval always computed.
+- bf16, frozen inference (`FROZEN`): a copy of the module with its weights cast to bf16, made once
+  per module and reused (`bf16_copy`); inputs as usual; callers hand outputs back as float32. The
+  probe's features and token states, the per-token SQuAD probe's states, a checkpoint's own NSP
+  or QA head, a served or committed QA model and the bench run this way. Why not autocast:
+  autocast keeps fp32 weights and re-casts every weight on every matmul; a 1-thread check on an
+  AMD EPYC (Zen 4: AVX512-BF16, no AMX; all-MiniLM-L6-v2, batch 32 x 20 tokens) ran fp32 at 120-155
+  sentences/s, autocast at 196-258 and bf16 weights at 257-331 (lowest CLS cosine vs fp32:
+  autocast 0.999993, bf16 weights 0.999975). The fp32 original is never touched, so anything
+  that later trains it still has fp32 weights.
+- bf16, training (`MIXED`): autocast over fp32 master weights (accelerate's mixed precision), and
+  the evaluation a training regime runs right after training uses the same autocast, so the
+  records of models trained in bf16 keep reproducing.
+
+A bf16 run on the frozen path names itself in its run identity and feature-cache key
+(`identity`: `"bf16": "weights"`, present only when the dtype is bf16), so its results never
+pass for the autocast ones written before; every fp32 run id and cache key stays as it was.
+
+Attention: the copy keeps the model's attention implementation. For the default model that is
+"sdpa", which on CPU dispatches to PyTorch's fused flash-attention kernel in fp32 and in bf16
+(checked on the same CPU, 1 thread, niced beside another job, so ratios only: 4 x 384 tokens x 12
+heads of 32 with a padding mask, flash 16 ms in bf16 against the math kernel's 41-59 ms; through
+the whole bf16 copy, "eager" attention ran windows no faster than "sdpa" and sentences slower), so
+nothing is switched.
+
+Torch-free at import: the regimes name these paths in run identities before anything is loaded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import weakref
+from typing import TYPE_CHECKING
+
+from .errors import BertevalError
+
+if TYPE_CHECKING:
+    import torch
+
+DTYPES = ("fp32", "bf16")  # what --dtype accepts
+FROZEN = "weights"  # frozen inference: a bf16-weights copy of the module
+MIXED = "autocast"  # training, and the evaluation right after it: autocast over fp32 weights
+
+# The paths the bench compares, by label: (dtype, how it runs). fp32 is one path whatever `how` says.
+PATHS = {"fp32": ("fp32", FROZEN), f"bf16 ({FROZEN})": ("bf16", FROZEN), f"bf16 ({MIXED})": ("bf16", MIXED)}
+
+
+def check(dtype: str) -> None:
+    if dtype not in DTYPES:
+        raise BertevalError(f"unknown dtype {dtype!r}; choose from {', '.join(DTYPES)}")
+
+
+def identity(dtype: str, how: str = FROZEN) -> dict:
+    """What a run id or cache key adds for the path: nothing for fp32 or mixed precision (their ids
+    predate this module and stay), `{"bf16": "weights"}` for frozen inference on bf16 weights."""
+    check(dtype)
+    return {"bf16": FROZEN} if dtype == "bf16" and how == FROZEN else {}
+
+
+def autocast(dtype: str):
+    """Mixed precision for a forward pass of trained (fp32) weights: bf16 autocast on CPU, or nothing for fp32."""
+    import torch
+
+    check(dtype)
+    return torch.autocast("cpu", dtype=torch.bfloat16) if dtype == "bf16" else contextlib.nullcontext()
+
+
+# module -> (fingerprint of its weights when copied, the copy). Weak keys: the copy goes with its module.
+_COPIES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _fingerprint(module: torch.nn.Module) -> tuple:
+    """Changes whenever a weight does: an in-place update (optimiser step, load_state_dict) bumps the tensor's
+    version counter, a replaced tensor has another address. A copy made before either is stale."""
+    return tuple((t.data_ptr(), t._version) for t in (*module.parameters(), *module.buffers()))
+
+
+def bf16_copy(module: torch.nn.Module) -> torch.nn.Module:
+    """The module with bf16 weights, in eval mode, without gradients: made on first use, reused while the
+    original's weights stay as they were, remade after they change. The original is left as it is."""
+    import torch
+
+    fingerprint = _fingerprint(module)
+    cached = _COPIES.get(module)
+    if cached is not None and cached[0] == fingerprint:
+        return cached[1]
+    with torch.inference_mode(False), torch.no_grad():  # ordinary tensors, usable outside inference mode too
+        # Pre-seed deepcopy's memo with the bf16 parameters: the fp32 weights are never duplicated on the
+        # way (tied weights stay tied: one memo entry per tensor); `.to` then casts floating buffers.
+        memo = {id(p): torch.nn.Parameter(p.detach().to(torch.bfloat16), requires_grad=False)
+                for p in module.parameters()}
+        twin = copy.deepcopy(module, memo).to(torch.bfloat16).eval().requires_grad_(False)
+    _COPIES[module] = (fingerprint, twin)
+    return twin
+
+
+@contextlib.contextmanager
+def running(module: torch.nn.Module, dtype: str, how: str | None = FROZEN):
+    """The module to call for one forward pass in `dtype`, inside the context it needs:
+    fp32 -> the module itself; bf16 and FROZEN -> its bf16 copy; bf16 and MIXED -> the module under
+    autocast; how=None -> the module itself, for a module that applies the dtype inside (it calls this)."""
+    check(dtype)
+    if dtype == "fp32" or how is None:
+        yield module
+    elif how == FROZEN:
+        yield bf16_copy(module)
+    elif how == MIXED:
+        with autocast(dtype):
+            yield module
+    else:
+        raise BertevalError(f"unknown precision path {how!r}; choose from {FROZEN!r}, {MIXED!r}")
