@@ -168,7 +168,8 @@ def _cmd_run(args) -> int:
     if spec.plan:
         return _print_plan(task.name, report, Store(spec.out).records_path(task.name))
     for rec in report.written:
-        print(f"wrote {_cell_label(rec.task, rec.pooling, rec.layer, rec.config.get('train_size'), rec.seed)}: "
+        fold = rec.config.get("kfold", {}).get("fold")
+        print(f"wrote {_cell_label(rec.task, rec.pooling, rec.layer, rec.config.get('train_size'), rec.seed, fold)}: "
               f"{rec.main_metric} {rec.main_value:.4f} ({rec.wall_s:.1f}s)")
     from .store import is_writer, process_count
 
@@ -181,16 +182,21 @@ def _cmd_run(args) -> int:
     return 0
 
 
-def _cell_label(task: str, pooling: str, layer: int, train_size: int | None, seed: int) -> str:
-    """How a cell is named in the run command's output, e.g. 'sst2 mean@-1 train 512 seed 0'."""
+def _cell_label(task: str, pooling: str, layer: int, train_size: int | None, seed: int,
+                fold: int | None = None) -> str:
+    """How a cell is named in the run command's output, e.g. 'sst2 mean@-1 train 512 seed 0' or, for a
+    k-fold run, 'squad span@-1 seed 0 fold 2' (fold 0: the head trained on every question)."""
     size = f" train {train_size:,}" if train_size is not None else ""
-    return f"{task} {pooling}@{layer}{size} seed {seed}"
+    from .qa.kfold import ALL
+
+    part = "" if fold is None else (" all questions" if fold == ALL else f" fold {fold}")
+    return f"{task} {pooling}@{layer}{size} seed {seed}{part}"
 
 
 def _print_plan(task: str, report, records_path) -> int:
     """--plan: one line per cell, then the counts; exit 1 when a cell would run (scripts can test it)."""
     for cell, rid, present in report.planned:
-        label = _cell_label(task, cell.pooling, cell.layer, cell.train_size, cell.seed)
+        label = _cell_label(task, cell.pooling, cell.layer, cell.train_size, cell.seed, getattr(cell, "fold", None))
         print(f"{'present' if present else 'to run '}  {rid}  {label}")
     missing = sum(not present for _, _, present in report.planned)
     print(f"{len(report.planned) - missing} of {len(report.planned)} cells present in {records_path}; "

@@ -56,6 +56,12 @@ class RunSpec:
     folds: int | None = None  # span QA: k-fold cross-validation by dev article (berteval.qa.kfold)
     plan: bool = False  # only say which cells are present and which would run; load no model, write nothing
 
+    def __post_init__(self):
+        # 1 and 1.0 epochs are one run: the identity holds a float whether the value came from the CLI or code
+        for name in ("epochs", "lr"):
+            if (value := getattr(self, name)) is not None:
+                setattr(self, name, float(value))
+
 
 @dataclass
 class RunReport:

@@ -129,3 +129,16 @@ def test_committable_recipes_fit_the_artifact_limit_on_the_default_model():
         model = recipe.build(qa.head_model(loaded))
         mib = sum(p.numel() for p in model.parameters() if p.requires_grad) * 4 / 2**20
         assert (mib < ARTIFACT_LIMIT_MB) == recipe.committable, (recipe.name, round(mib, 2))
+
+
+def test_plan_names_each_fold_and_the_served_head(kfold_run, tiny_models, tiny_squad_qa, capsys):
+    from berteval.cli import main
+
+    out, report = kfold_run
+    code = main(["run", "--task", "squad", "--model", str(tiny_models["pretraining"]), "--regime", "finetune-lora-plus",
+                 "--folds", "2", "--seeds", "0", "--max-length", "32", "--doc-stride", "8", "--epochs", "1",
+                 "--batch-size", "4", "--data-dir", str(tiny_squad_qa), "--out", str(out), "--plan"])
+    lines = capsys.readouterr().out.splitlines()
+    assert code == 0, lines
+    assert [line.split()[1] for line in lines[:3]] == [r.run_id for r in report.written]
+    assert [line.split("seed 0")[1].strip() for line in lines[:3]] == ["fold 1", "fold 2", "all questions"]
