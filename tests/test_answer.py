@@ -164,3 +164,16 @@ def test_the_page_and_the_readme_state_the_same_limits_and_queue():
     shown = [c.get("props", {}).get("value") for c in app.build_demo().config["components"]]
     assert app.SERVING in shown and any(app.QA_LIMITS in str(v) for v in shown)
     assert f"{app.CONCURRENCY} requests at a time" in app.SERVING and f"{app.QUEUE_SIZE} waiting" in app.SERVING
+
+
+def test_before_the_demo_head_the_better_committed_recipe_answers(tmp_path):
+    store = Store(tmp_path)
+    for rel in ("adapters/squad/lora", "adapters/squad/plus"):
+        (tmp_path / rel).mkdir(parents=True)
+    store.append(_record("lora", "validation", "finetune", 3939, 54.1, {"adapter_dir": "adapters/squad/lora"}))
+    plus = _record("plus", "validation", "finetune-lora-plus", 3939, 56.5,
+                   {"adapter_dir": "adapters/squad/plus", "training": {"trained": "LoRA-plus words"}})
+    store.append(plus)
+    store.append(_record("full", "validation", "finetune-full", 3939, 57.2, {}))  # no artifact: never served
+    assert serve_qa.served_record(store).run_id == "plus"
+    assert serve_qa.head_text(plus).startswith("LoRA-plus words, fine-tuned on the 3,939-question")

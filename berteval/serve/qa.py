@@ -51,9 +51,12 @@ def estimate_text(rec: RunRecord) -> str:
             f"`{rec.run_id}`). An estimate, not an official-dev score: the leaderboard shows it apart")
 
 
+OFFICIAL_REGIMES = ("finetune", "finetune-lora-plus")  # span fine-tunes whose adapter is committed
+
+
 def served_record(store: Store, name: str = models.DEFAULT) -> RunRecord | None:
     """The record behind the default model's served head, read without loading any weights: the committed
-    k-fold demo head with the best estimate, else the best official-protocol LoRA adapter (None: neither)."""
+    k-fold demo head with the best estimate, else the best official-protocol adapter (None: neither)."""
     ident = models.identify(name)
     version = get("squad").version
     demos = [r for r in store.read("squad")[0]
@@ -62,16 +65,19 @@ def served_record(store: Store, name: str = models.DEFAULT) -> RunRecord | None:
              and (store.root / r.config["adapter_dir"]).exists()]
     if demos:
         return max(demos, key=lambda r: (r.main_value, r.run_id))
-    found = store.best("squad", model_id=ident.model_id, revision=ident.revision, version=version,
-                       regime="finetune", artifact="adapter_dir")
-    return found.record if found is not None else None
+    # Before the demo head: the best adapter among the committable recipes on the official protocol.
+    found = [c.record for regime in OFFICIAL_REGIMES
+             if (c := store.best("squad", model_id=ident.model_id, revision=ident.revision, version=version,
+                                 regime=regime, artifact="adapter_dir")) is not None and not kfold.is_kfold(c.record.split)]
+    return max(found, key=lambda r: (r.main_value, r.run_id)) if found else None
 
 
 def head_text(rec: RunRecord) -> str:
     """Which head answers, and how good it is, in words."""
     if kfold.is_estimate(rec):
         return f"the demo head: {estimate_text(rec)}."
-    return (f"LoRA fine-tuned on the {rec.n_train:,}-question SQuAD train subset; official dev {_metrics(rec)} "
+    trained = rec.config.get("training", {}).get("trained", "LoRA adapters + span head")
+    return (f"{trained}, fine-tuned on the {rec.n_train:,}-question SQuAD train subset; official dev {_metrics(rec)} "
             f"(record `{rec.run_id}`)")
 
 
