@@ -42,6 +42,11 @@ class TrainConfig:
     dtype: str = "bf16"  # "bf16" autocast or "fp32"
     checkpoint_dir: Path | None = None
     checkpoint_every: int = 50
+    # Recompute each encoder layer's activations in the backward pass instead of keeping them: a SQuAD batch
+    # of 32 windows x 384 tokens holds ~6.5 GB of activations (attention scores, softmax and dropout masks of
+    # 6 layers), ~1.9 GB recomputed; one more forward pass per step. The weights it produces are bit for bit
+    # the same (dropout masks are replayed from the saved RNG state; tests/test_training_memory.py).
+    activation_checkpointing: bool = False
     stop_after_steps: int | None = None  # for tests: simulate a kill after this many steps
 
 
@@ -164,6 +169,8 @@ def train(model: torch.nn.Module, dataset, collate: Callable, loss_fn: Callable,
             f"train separately. On a CPU machine launch with torchrun semantics, e.g. `accelerate launch "
             f"--multi_gpu --num_processes {launched} -m berteval run ...` (no GPU needed: the processes meet over gloo)."
         )
+    if cfg.activation_checkpointing:
+        checkpoint_activations(model)
     steps_per_epoch = math.ceil(len(dataset) / cfg.batch_size / accelerator.num_processes)
     total = max(1, int(round(cfg.epochs * steps_per_epoch)))
     params, optimizer, scheduler = _optimiser(model, cfg, total)
@@ -219,6 +226,19 @@ def train(model: torch.nn.Module, dataset, collate: Callable, loss_fn: Callable,
     result.steps, result.wall_s = step, time.perf_counter() - t0
     result.epochs_run = round(step / steps_per_epoch, 3)
     return result
+
+
+def checkpoint_activations(model: torch.nn.Module) -> None:
+    """Turn on transformers' activation checkpointing in the (outermost) transformers model inside `model`,
+    which may be wrapped (peft). Non-reentrant: it needs no input that requires grad, so a LoRA model whose
+    embeddings are frozen still gets gradients."""
+    from transformers import PreTrainedModel
+
+    inner = next((m for m in model.modules() if isinstance(m, PreTrainedModel)), None)
+    if inner is None or not inner.supports_gradient_checkpointing:
+        raise BertevalError(f"activation checkpointing needs a transformers model that supports it; "
+                            f"{type(model).__name__} does not")
+    inner.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
 
 
 def _resume(accelerator, cfg: TrainConfig) -> TrainResult:

@@ -56,6 +56,10 @@ class _SpanRegime(CellRegime):
     # fine-tuned -> trained and evaluated under autocast, the id as it always was. One attribute decides
     # both, so a record's id never names a path its evaluation did not take.
     bf16_path = precision.FROZEN
+    # Span heads on a frozen encoder keep little for the backward pass; a fine-tune keeps every layer's
+    # activations unless they are recomputed (`training.TrainConfig.activation_checkpointing`: same weights,
+    # bit for bit, so it is not part of the run's identity).
+    checkpoint_activations = False
 
     def describe(self) -> dict:
         return {}
@@ -145,7 +149,8 @@ class _SpanRegime(CellRegime):
         run, tw = prep.run, prep.windows
         hp = self.hyperparameters(run)
         cfg = training.TrainConfig(epochs=hp["epochs"], batch_size=hp["batch_size"], lr=hp["lr"], seed=cell.seed,
-                                   dtype=run.spec.dtype, checkpoint_dir=cache_dir() / "checkpoints" / run_id)
+                                   dtype=run.spec.dtype, checkpoint_dir=cache_dir() / "checkpoints" / run_id,
+                                   activation_checkpointing=self.checkpoint_activations)
         res = training.train(module, dataset, collate, loss, cfg, progress=run.spec.progress,
                              lengths=[len(f["input_ids"]) for f in tw.features])
         if res.resumed_from_step:
@@ -153,6 +158,7 @@ class _SpanRegime(CellRegime):
         training.release_memory()  # training's state is gone; evaluation starts from a trimmed heap
         losses = res.losses
         config = {"training": {**self.describe(), **hp, "batches": "length-grouped", "steps": res.steps,
+                               "activation_checkpointing": cfg.activation_checkpointing,
                                "examples_seen": res.examples_seen, "train_wall_s": round(res.wall_s, 1),
                                "first_loss": round(losses[0], 4) if losses else None,
                                "last_loss": round(float(np.mean(losses[-20:])), 4) if losses else None,
@@ -263,6 +269,7 @@ class SpanFinetune(_SpanRegime):
     and what is saved: LoRA (the `finetune` regime), LoRA plus biases and LayerNorms, or every weight."""
 
     bf16_path = precision.MIXED  # trained: autocast over fp32 weights, in training and in the evaluation after it
+    checkpoint_activations = True  # issue 17: a SQuAD fine-tune peaked at 12-13 GB keeping them
 
     def __init__(self, recipe: recipes.Recipe = recipes.LORA):
         self.recipe = recipe
