@@ -238,7 +238,7 @@ def checkpoint_activations(model: torch.nn.Module) -> None:
     if inner is None or not inner.supports_gradient_checkpointing:
         raise BertevalError(f"activation checkpointing needs a transformers model that supports it; "
                             f"{type(model).__name__} does not")
-    inner.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    inner.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
 
 
 def _resume(accelerator, cfg: TrainConfig) -> TrainResult:
