@@ -88,6 +88,9 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--folds", type=int, default=None,
                    help="SQuAD fine-tunes: k-fold cross-validation by dev article (train + the other folds' dev "
                         "articles -> each fold's held-out articles), then a head trained on every question")
+    r.add_argument("--no-activation-checkpointing", dest="activation_checkpointing", action="store_false",
+                   help="SQuAD fine-tunes: keep every layer's activations for the backward pass instead of "
+                        "recomputing them (a faster step, several GB more memory; the same weights either way)")
     r.add_argument("--limit-eval", type=int, default=None,
                    help="score the first N eval examples only (a quick look, never a leaderboard row)")
     r.add_argument("--dtype", default="fp32", choices=["fp32", "bf16"], help="encoder compute dtype")
@@ -158,6 +161,7 @@ def _cmd_run(args) -> int:
         lr=args.lr,
         batch_size=args.batch_size,
         folds=args.folds,
+        activation_checkpointing=args.activation_checkpointing,
         plan=args.plan,
     )
     if spec.data_dir is None:

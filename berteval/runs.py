@@ -53,6 +53,7 @@ class RunSpec:
     epochs: float | None = None
     lr: float | None = None
     batch_size: int | None = None
+    activation_checkpointing: bool = True  # span-QA fine-tunes recompute activations (same weights; less memory)
     folds: int | None = None  # span QA: k-fold cross-validation by dev article (berteval.qa.kfold)
     plan: bool = False  # only say which cells are present and which would run; load no model, write nothing
 

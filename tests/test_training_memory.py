@@ -5,16 +5,15 @@ does not name it) still means one result."""
 import pytest
 
 from berteval import runs
-from berteval.qa import regimes as qa_regimes
 from test_squad import _spec, tiny_squad_qa  # noqa: F401 (a fixture)
 
 
 @pytest.mark.parametrize("regime", ["finetune", "finetune-full"])
-def test_recomputed_activations_train_the_same_weights(regime, tiny_models, tiny_squad_qa, tmp_path, monkeypatch):
+def test_recomputed_activations_train_the_same_weights(regime, tiny_models, tiny_squad_qa, tmp_path):
     out = {}
-    for on in (False, True):
-        monkeypatch.setattr(qa_regimes.SpanFinetune, "checkpoint_activations", on)
-        rep = runs.run(_spec(tiny_models["pretraining"], tiny_squad_qa, tmp_path / str(on), regime, epochs=2))
+    for on in (False, True):  # False: --no-activation-checkpointing
+        rep = runs.run(_spec(tiny_models["pretraining"], tiny_squad_qa, tmp_path / str(on), regime, epochs=2,
+                             activation_checkpointing=on))
         out[on] = rep.written[0]
     plain, recomputed = out[False], out[True]
     assert plain.run_id == recomputed.run_id  # not part of the identity: it changes no weight
@@ -22,11 +21,10 @@ def test_recomputed_activations_train_the_same_weights(regime, tiny_models, tiny
     assert plain.config["training"]["activation_checkpointing"] is False
     assert plain.config["training"]["last_loss"] == recomputed.config["training"]["last_loss"]
     assert plain.metrics == recomputed.metrics
-    for name in (plain.predictions_file, "adapter"):
-        if name == "adapter":
-            if "adapter_dir" not in plain.config:  # the full recipe keeps no artifact
-                continue
-            name = f"{plain.config['adapter_dir']}/adapter_model.safetensors"  # LoRA: the saved adapter
+    files = [plain.predictions_file]
+    if "adapter_dir" in plain.config:  # LoRA: the saved adapter (the full recipe keeps none)
+        files.append(f"{plain.config['adapter_dir']}/adapter_model.safetensors")
+    for name in files:
         assert (tmp_path / "False" / name).read_bytes() == (tmp_path / "True" / name).read_bytes(), name
 
 

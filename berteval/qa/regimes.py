@@ -150,7 +150,8 @@ class _SpanRegime(CellRegime):
         hp = self.hyperparameters(run)
         cfg = training.TrainConfig(epochs=hp["epochs"], batch_size=hp["batch_size"], lr=hp["lr"], seed=cell.seed,
                                    dtype=run.spec.dtype, checkpoint_dir=cache_dir() / "checkpoints" / run_id,
-                                   activation_checkpointing=self.checkpoint_activations)
+                                   activation_checkpointing=self.checkpoint_activations
+                                   and run.spec.activation_checkpointing)
         res = training.train(module, dataset, collate, loss, cfg, progress=run.spec.progress,
                              lengths=[len(f["input_ids"]) for f in tw.features])
         if res.resumed_from_step:
