@@ -51,9 +51,6 @@ def estimate_text(rec: RunRecord) -> str:
             f"`{rec.run_id}`). An estimate, not an official-dev score: the leaderboard shows it apart")
 
 
-OFFICIAL_REGIMES = ("finetune", "finetune-lora-plus")  # span fine-tunes whose adapter is committed
-
-
 def served_record(store: Store, name: str = models.DEFAULT) -> RunRecord | None:
     """The record behind the default model's served head, read without loading any weights: the committed
     k-fold demo head with the best estimate, else the best official-protocol adapter (None: neither)."""
@@ -65,8 +62,11 @@ def served_record(store: Store, name: str = models.DEFAULT) -> RunRecord | None:
              and (store.root / r.config["adapter_dir"]).exists()]
     if demos:
         return max(demos, key=lambda r: (r.main_value, r.run_id))
-    # Before the demo head: the best adapter among the committable recipes on the official protocol.
-    found = [c.record for regime in OFFICIAL_REGIMES
+    # Before the demo head: the best committed adapter on the official protocol, whichever regime trained it
+    # (store.best keeps records whose adapter is on disk: a full fine-tune or a probe keeps none).
+    from ..regimes import supported
+
+    found = [c.record for regime in supported(get("squad"))
              if (c := store.best("squad", model_id=ident.model_id, revision=ident.revision, version=version,
                                  regime=regime, artifact="adapter_dir")) is not None and not kfold.is_kfold(c.record.split)]
     return max(found, key=lambda r: (r.main_value, r.run_id)) if found else None
