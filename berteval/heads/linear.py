@@ -51,6 +51,7 @@ class ProbeResult:
     heldout_accuracy: dict[float, float]
     n_train: int
     n_heldout: int
+    path_start: tuple | None = None  # standardised (w, b) at the smallest C: where a sibling fit may start
 
 
 def heldout_split(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -79,29 +80,36 @@ def _fold(coef: np.ndarray, intercept: np.ndarray, mean: np.ndarray, scale: np.n
     return LinearHead((coef / scale).astype(np.float64), (intercept - (coef * mean / scale).sum(1)).astype(np.float64))
 
 
-def _fit_heads(x: np.ndarray, y: np.ndarray, c_grid) -> dict[float, LinearHead]:
-    """One head per C on the same training rows. Binary: the exact Newton path (`heads.logistic`);
-    more classes: scikit-learn's multinomial lbfgs."""
+def _fit_heads(x: np.ndarray, y: np.ndarray, c_grid, start=None) -> tuple[dict[float, LinearHead], tuple | None]:
+    """(one head per C on the same training rows, the standardised (w, b) of the smallest C or None).
+    Binary: the exact Newton path (`heads.logistic`), from `start` if given; more classes: scikit-learn's
+    multinomial lbfgs."""
     xs, mean, scale = _standardise(x)  # xs: (n, d) float64
     if set(np.unique(y)) <= {0, 1}:
         from .logistic import fit_path
 
-        return {c: _fold(w[None, :], np.array([b]), mean, scale) for c, (w, b, _) in fit_path(xs, y, c_grid).items()}
+        path = fit_path(xs, y, c_grid, start=start)
+        first = path[min(path)]
+        return {c: _fold(w[None, :], np.array([b]), mean, scale) for c, (w, b, _) in path.items()}, first[:2]
     from sklearn.linear_model import LogisticRegression  # heavy: only a multi-class fit pays for it
 
     out = {}
     for c in c_grid:
         clf = LogisticRegression(C=c, max_iter=2000, tol=1e-4).fit(xs, y)
         out[c] = _fold(clf.coef_, clf.intercept_, mean, scale)
-    return out
+    return out, None
 
 
-def fit_probe(x_train: np.ndarray, y_train, x_eval: np.ndarray, seed: int, c_grid=C_GRID) -> ProbeResult:
+def fit_probe(x_train: np.ndarray, y_train, x_eval: np.ndarray, seed: int, c_grid=C_GRID,
+              start=None) -> ProbeResult:
+    """The probe for one seed. `start`: another fit's `path_start` on the same vectors (another seed: its
+    training rows differ by the held-out slice), where the Newton path may begin; the optimum it reaches
+    is the same from any start, only fewer steps away (SST-2: 3-4 Newton steps instead of 6-7 at C = 0.01)."""
     y = np.asarray(y_train)
     tr, ho = heldout_split(len(y), seed)
-    heads = _fit_heads(x_train[tr], y[tr], c_grid)
+    heads, first = _fit_heads(x_train[tr], y[tr], c_grid, start)
     scores = {c: float((heads[c].proba(x_train[ho]).argmax(1) == y[ho]).mean()) for c in c_grid}
     # Ties go to the stronger regularisation (smaller C): the simpler head.
     best = max(c_grid, key=lambda c: (scores[c], -c))
     proba = heads[best].proba(x_eval)
-    return ProbeResult(heads[best], proba.argmax(1), proba, best, scores, len(tr), len(ho))
+    return ProbeResult(heads[best], proba.argmax(1), proba, best, scores, len(tr), len(ho), first)
