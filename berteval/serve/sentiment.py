@@ -66,12 +66,13 @@ def max_length(heads: dict[str, SentimentHead]) -> int:
     return max(h.max_length for h in heads.values())
 
 
-def p_positive(model: models.LoadedModel, heads: dict[str, SentimentHead], text: str) -> dict[str, float]:
-    """{pooling: P(positive)} for one sentence under every head, from one forward pass."""
+def p_positive(model: models.LoadedModel, heads: dict[str, SentimentHead], text: str,
+               dtype: str = "fp32") -> dict[str, float]:
+    """{pooling: P(positive)} for one sentence under every head, from one forward pass (the page: fp32)."""
     if not heads:
         return {}
     vecs = features.encode(model, [text], data_sha256="live", poolings=list(heads), layers=[-1],
-                           max_length=max_length(heads), use_cache=False, progress=False).vectors
+                           max_length=max_length(heads), use_cache=False, progress=False, dtype=dtype).vectors
     out = {}
     for name, head in heads.items():
         logit = float((vecs[(name, -1)] @ head.weight.T + head.bias)[0, 0])  # (1, W) @ (W, 1)

@@ -17,7 +17,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # berteval from this checkout
 
-from berteval import features, serve  # noqa: E402
+from berteval import serve  # noqa: E402
 from berteval.config import data_dir  # noqa: E402
 from berteval.qa import inference  # noqa: E402
 from berteval.serve import sentiment  # noqa: E402
@@ -45,14 +45,7 @@ def main() -> None:
     clf = serve.classifier("default")
     heads, texts = clf.heads, get("sst2").load(d).eval.texts
 
-    def p_positive(text: str, dtype: str) -> dict[str, float]:
-        vecs = features.encode(clf.model, [text], data_sha256="live", poolings=list(heads), layers=[-1],
-                               max_length=sentiment.max_length(heads), use_cache=False, progress=False,
-                               dtype=dtype).vectors
-        return {n: float(1 / (1 + np.exp(-float((vecs[(n, -1)] @ h.weight.T + h.bias)[0, 0]))))
-                for n, h in heads.items()}
-
-    fp32, bf16 = ([p_positive(t, dt) for t in texts] for dt in ("fp32", "bf16"))
+    fp32, bf16 = ([sentiment.p_positive(clf.model, heads, t, dt) for t in texts] for dt in ("fp32", "bf16"))
     for name in heads:
         a, b = np.array([p[name] for p in fp32]), np.array([p[name] for p in bf16])
         print(f"classify {name}: {int(((a >= .5) != (b >= .5)).sum())} of {len(a)} verdicts differ, "
