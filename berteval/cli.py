@@ -90,7 +90,8 @@ def _parser() -> argparse.ArgumentParser:
                         "articles -> each fold's held-out articles), then a head trained on every question")
     r.add_argument("--no-activation-checkpointing", dest="activation_checkpointing", action="store_false",
                    help="SQuAD fine-tunes: keep every layer's activations for the backward pass instead of "
-                        "recomputing them (a faster step, several GB more memory; the same weights either way)")
+                        "recomputing them, and leave glibc's heap growth at its default (a faster step, several GB more "
+                        "memory; the same weights either way)")
     r.add_argument("--limit-eval", type=int, default=None,
                    help="score the first N eval examples only (a quick look, never a leaderboard row)")
     r.add_argument("--dtype", default="fp32", choices=["fp32", "bf16"], help="encoder compute dtype")

@@ -1,10 +1,12 @@
 """Activation checkpointing in span-QA fine-tunes (issue 17, memory): the layers' activations are recomputed
-in the backward pass instead of kept, and the trained weights are the same bit for bit, so the run id (which
+in the backward pass instead of kept (and glibc's mmap threshold is fixed), and the trained weights are the same bit for bit, so the run id (which
 does not name it) still means one result."""
+
+import platform
 
 import pytest
 
-from berteval import runs
+from berteval import runs, training
 from test_squad import _spec, tiny_squad_qa  # noqa: F401 (a fixture)
 
 
@@ -19,6 +21,10 @@ def test_recomputed_activations_train_the_same_weights(regime, tiny_models, tiny
     assert plain.run_id == recomputed.run_id  # not part of the identity: it changes no weight
     assert recomputed.config["training"]["activation_checkpointing"] is True
     assert plain.config["training"]["activation_checkpointing"] is False
+    # the lean mode also fixes glibc's mmap threshold (allocation only), and the record says so
+    glibc = platform.libc_ver()[0] == "glibc"
+    assert recomputed.config["training"].get("mmap_threshold_mb") == (training.MMAP_THRESHOLD >> 20 if glibc else None)
+    assert "mmap_threshold_mb" not in plain.config["training"]
     assert plain.config["training"]["last_loss"] == recomputed.config["training"]["last_loss"]
     assert plain.metrics == recomputed.metrics
     files = [plain.predictions_file]

@@ -160,6 +160,7 @@ class _SpanRegime(CellRegime):
         losses = res.losses
         config = {"training": {**self.describe(), **hp, "batches": "length-grouped", "steps": res.steps,
                                "activation_checkpointing": cfg.activation_checkpointing,
+                               **({"mmap_threshold_mb": training.MMAP_THRESHOLD >> 20} if res.lean_heap else {}),
                                "examples_seen": res.examples_seen, "train_wall_s": round(res.wall_s, 1),
                                "first_loss": round(losses[0], 4) if losses else None,
                                "last_loss": round(float(np.mean(losses[-20:])), 4) if losses else None,

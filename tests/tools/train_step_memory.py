@@ -27,7 +27,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # berteval from th
 # heap and stay there; a fixed threshold hands them back to the system when freed.
 ALLOCATORS = {"glibc default": {}, "mmap threshold 1 MiB (fixed)": {"MALLOC_MMAP_THRESHOLD_": str(1 << 20)},
               "mmap threshold 4 MiB (fixed)": {"MALLOC_MMAP_THRESHOLD_": str(4 << 20)},
-              "2 arenas": {"MALLOC_ARENA_MAX": "2"}}
+              "2 arenas": {"MALLOC_ARENA_MAX": "2"},
+              # not a tunable: this tool's own switch, handing free heap pages back after every optimiser step
+              "malloc_trim after every step": {"TRAIN_STEP_MEMORY_TRIM": "1"}}
 
 
 def _rss_mb() -> float:
@@ -62,10 +64,12 @@ def run(checkpointing: bool, batch: int, length: int, dtype: str, steps: int) ->
         out.loss.backward()
         optimiser.step()
         optimiser.zero_grad()
+        if os.environ.get("TRAIN_STEP_MEMORY_TRIM"):
+            training.release_memory()
         first = first or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     wall = (time.perf_counter() - t0) / len(lengths)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    env = {k: v for k, v in os.environ.items() if k.startswith("MALLOC_")}
+    env = {k: v for k, v in os.environ.items() if k.startswith(("MALLOC_", "TRAIN_STEP_MEMORY_"))}
     print(f"checkpointing {'on ' if checkpointing else 'off'} {env or 'glibc default'}: peak RSS after step 1 "
           f"{first:,.0f} MB, after {len(lengths)} {peak:,.0f} MB, RSS now {_rss_mb():,.0f} MB (model loaded: "
           f"{before:,.0f} MB); {wall:.1f} s/step ({batch} windows, {dtype})", flush=True)
