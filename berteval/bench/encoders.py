@@ -238,17 +238,20 @@ def _sentence_transformer(loaded: models.LoadedModel, max_length: int):
 
 
 def _peer_calls(loaded, texts: list[str], lengths: list[int], batch_size: int, max_length: int):
-    """The two peers on the same texts, {(path, dtype): call -> pooled vectors}, and whether
-    sentence-transformers normalises its output (this model's modules.json says it does)."""
+    """The peers on the same texts, {(path, dtype): call -> pooled vectors}, whether sentence-transformers
+    normalises its output (this model's modules.json says it does), and notes. A peer that cannot be imported
+    here (sentence-transformers needs `datasets`, which a borrowed machine may lack) is left out and named."""
     pipe = _pipeline(loaded)
-    st, normalises = _sentence_transformer(loaded, max_length)
     tok_kw = {"truncation": True, "max_length": max_length}
-    return {
-        ("transformers pipeline", "fp32"): lambda: _mean_rows(
-            pipe(texts, batch_size=batch_size, return_tensors=True, tokenize_kwargs=tok_kw), lengths),
-        ("sentence-transformers", "fp32"): lambda: st.encode(texts, batch_size=batch_size, convert_to_numpy=True,
-                                                             show_progress_bar=False),
-    }, normalises
+    calls = {("transformers pipeline", "fp32"): lambda: _mean_rows(
+        pipe(texts, batch_size=batch_size, return_tensors=True, tokenize_kwargs=tok_kw), lengths)}
+    try:
+        st, normalises = _sentence_transformer(loaded, max_length)
+    except ImportError as exc:
+        return calls, False, [f"sentence-transformers left out: it does not import here ({exc})"]
+    calls[("sentence-transformers", "fp32")] = lambda: st.encode(texts, batch_size=batch_size, convert_to_numpy=True,
+                                                                 show_progress_bar=False)
+    return calls, normalises, []
 
 
 def _time_rounds(timings: list[Timing], calls: list[Callable[[], object]], repeats: int) -> list[object]:
@@ -273,7 +276,7 @@ def bench_sentences(loaded, texts: list[str], repeats: int, batch_size: int, bf1
     cfg = loaded.encoder.config
     lengths = [len(ids) for ids in loaded.tokenizer(texts, truncation=True, max_length=SENTENCE_MAX_LENGTH)["input_ids"]]
     gflop = encoder_flops(cfg, lengths) / 1e9
-    peers, normalises = _peer_calls(loaded, texts, lengths, batch_size, SENTENCE_MAX_LENGTH)
+    peers, normalises, notes = _peer_calls(loaded, texts, lengths, batch_size, SENTENCE_MAX_LENGTH)
 
     def ours(label, max_tokens=None):
         dtype, how = precision.PATHS[label]
@@ -290,15 +293,15 @@ def bench_sentences(loaded, texts: list[str], repeats: int, batch_size: int, bf1
 
     ours32 = out[(BERTEVAL, FP32, None)]
     unit = ours32 / np.linalg.norm(ours32, axis=1, keepdims=True)
-    parity = {
-        "sentences fp32: berteval mean vs pipeline mean": float(np.abs(ours32 - out[("transformers pipeline", FP32, None)]).max()),
-        f"sentences fp32: berteval mean{', L2-normalised,' if normalises else ''} vs sentence-transformers":
-            float(np.abs((unit if normalises else ours32) - out[("sentence-transformers", FP32, None)]).max()),
-    }
+    parity = {"sentences fp32: berteval mean vs pipeline mean":
+              float(np.abs(ours32 - out[("transformers pipeline", FP32, None)]).max())}
+    if ("sentence-transformers", FP32, None) in out:
+        parity[f"sentences fp32: berteval mean{', L2-normalised,' if normalises else ''} vs sentence-transformers"] = \
+            float(np.abs((unit if normalises else ours32) - out[("sentence-transformers", FP32, None)]).max())
     bf16 = {f"sentences, {label}": {"lowest_cosine": float(_cosines(out[(BERTEVAL, label, None)], ours32).min()),
                                     "max_abs_diff": float(np.abs(out[(BERTEVAL, label, None)] - ours32).max())}
             for label in (BF16_WEIGHTS, BF16_AUTOCAST)}
-    return timings, parity, bf16
+    return timings, parity, bf16, notes
 
 
 def bench_windows(loaded, questions, n_windows: int, max_length: int, repeats: int, batch_size: int):
@@ -310,7 +313,7 @@ def bench_windows(loaded, questions, n_windows: int, max_length: int, repeats: i
     ours_len = [len(f["input_ids"]) for f in windows.features]
     peer_len = [len(ids) for ids in loaded.tokenizer(texts, truncation=True, max_length=max_length)["input_ids"]]
     span_model = qa.head_model(loaded)  # the head's weights do not matter for speed
-    peers, _ = _peer_calls(loaded, texts, peer_len, batch_size, max_length)
+    peers, _, _ = _peer_calls(loaded, texts, peer_len, batch_size, max_length)
 
     def ours(label):
         dtype, how = precision.PATHS[label]
@@ -349,7 +352,8 @@ def run_bench(model: str = models.DEFAULT, data_dir: Path | None = None, sentenc
     log(f"matmul peak ({torch.get_num_threads()} threads) ...")
     peak = {"fp32": matmul_peak(torch.float32, repeats), "bf16": matmul_peak(torch.bfloat16, repeats)}
     log(f"sentences: {len(texts)} x {repeats + 1} rounds ...")
-    timings, parity, bf16 = bench_sentences(loaded, texts, repeats, batch_size, bf16_budgets)
+    timings, parity, bf16, left_out = bench_sentences(loaded, texts, repeats, batch_size, bf16_budgets)
+    notes += left_out
     if windows:
         log(f"QA windows: {windows} x {repeats + 1} rounds ...")
         more, bf16_windows = bench_windows(loaded, questions, windows, window_length, repeats, batch_size)

@@ -28,7 +28,6 @@ import sys
 import time
 
 import httpx
-from gradio_client import Client
 
 SENTENCES = ["A gorgeous, witty, seductive movie.", "The plot is a mess and the acting is even worse.",
              "It's not a bad film, just a forgettable one.", "An absorbing and unsettling psychological drama."]
@@ -62,7 +61,7 @@ def message(result) -> str:
     return box or ""
 
 
-def via_client(client: Client, endpoint: str, i: int) -> tuple[float, str]:
+def via_client(client, endpoint: str, i: int) -> tuple[float, str]:
     """(seconds, message or '') for one request through gradio_client."""
     t0 = time.perf_counter()
     result = client.predict(*inputs(endpoint, i), api_name=endpoint.replace("/floor", "/classify"))
@@ -113,6 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--context-chars", type=int, default=CONTEXT_CHARS, help="length of the /answer context")
     args = parser.parse_args(argv)
     CONTEXT_CHARS = args.context_chars
+    from gradio_client import Client  # here: serve_profile.py borrows this file's inputs where Gradio is absent
+
     new_client = lambda: Client(args.url, verbose=False, download_files=False, analytics_enabled=False)  # noqa: E731
     client, http = new_client(), httpx.Client(base_url=args.url, timeout=120)
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
