@@ -29,7 +29,7 @@ def test_bench_verb_runs_end_to_end_on_the_tiny_model(tiny_models, tiny_sst2, tm
     out = tmp_path / "bench.json"
     rc = main(["bench", "--model", str(tiny_models["pretraining"]), "--data-dir", str(tiny_sst2),
                "--sentences", "10", "--windows", "5", "--window-length", "32", "--repeats", "2", "--json", str(out),
-               "--bf16-budgets", "64,4096"])
+               "--bf16-budgets", "64,4096", "--sections", "encoders"])
     assert rc == 0
     text = capsys.readouterr().out
     for path in ("berteval fp32", "berteval bf16 (weights)", "berteval bf16 (autocast)", "transformers pipeline fp32",
@@ -38,7 +38,7 @@ def test_bench_verb_runs_end_to_end_on_the_tiny_model(tiny_models, tiny_sst2, tm
     assert text.count("64-token batches") == 1  # the extra budget, once; 4096 is the default row
     assert "matmul peak: fp32" in text and "SST-2 dev from" in text and "built-in sample" in text
     assert text.count(" ok") == 2, "fp32 pooled vectors agree with both peers"
-    rep = json.loads(out.read_text())
+    rep = json.loads(out.read_text())["encoders"]
     assert {t["section"] for t in rep["timings"]} == {"sentences", "qa windows"}
     for t in rep["timings"]:
         assert len(t["times_s"]) == 2 and t["per_s"] > 0 and t["gflop"] > 0
@@ -91,3 +91,38 @@ def test_squad_by_dtype_scores_the_same_model_in_each_dtype(tiny_models, tmp_pat
     assert all(r.n_questions == 2 and r.n_windows >= 2 and 0 <= r.f1 <= 100 for r in rows)
     text = squad_dtypes.format_squad(source, rows)
     assert "bf16 (weights) - fp32: EM" in text and "bf16 (autocast) - fp32: EM" in text
+
+
+def test_bench_reports_ablation_memory_and_latency_in_one_run(tiny_models, tiny_sst2, tmp_path, capsys):
+    """The other sections on the tiny model: the ablation runs both probe commands from cold caches and finds
+    every cell, memory measures each setting in its own process, latency times the forward passes (the tiny
+    model has no committed head, so the served calls are left out with a note, not an error)."""
+    out = tmp_path / "bench.json"
+    rc = main(["bench", "--model", str(tiny_models["pretraining"]), "--data-dir", str(tiny_sst2), "--sections",
+               "ablation,memory,latency", "--memory-steps", "2", "--memory-batch", "2", "--window-length", "32",
+               "--latency-calls", "3", "--json", str(out)])
+    assert rc == 0
+    text = capsys.readouterr().out
+    rep = json.loads(out.read_text())
+    assert set(rep) == {"ablation", "memory", "latency"}
+    narrow, wide = rep["ablation"]
+    assert (narrow["poolings"], narrow["cells"]) == (["mean"], 3)
+    assert (wide["poolings"], wide["cells"]) == (["cls", "pooler", "mean", "max"], 12)
+    assert all(r["encode_s"] > 0 and r["fits_s"] > 0 and r["wall_s"] >= r["encode_s"] for r in rep["ablation"])
+    assert "the 4-pooling run costs" in text
+    from berteval.bench import memory
+
+    assert [r["setting"] for r in rep["memory"]] == list(memory.SETTINGS)
+    for r in rep["memory"]:
+        assert r["steps"] == 2 and r["peak_mb"] >= r["first_step_mb"] >= r["model_mb"] > 0 and r["end_mb"] > 0
+    rows = rep["latency"]["rows"]
+    assert {(r["what"].split(" (")[0], r["what"].rsplit(", ", 1)[1], r["threads"]) for r in rows} == {
+        (what, dtype, k) for what in ("classify forward", "QA forward") for dtype in ("fp32", "bf16 weights")
+        for k in (1, 2)}
+    assert all(r["p50_ms"] > 0 and r["n"] == 3 for r in rows)
+    assert "serve rows left out" in rep["latency"]["notes"][0] and "serve rows left out" in text
+
+
+def test_bench_refuses_an_unknown_section(capsys):
+    assert main(["bench", "--sections", "encoders,speed"]) == 2
+    assert "--sections: unknown speed; choose from encoders, ablation, memory, latency" in capsys.readouterr().err

@@ -1,9 +1,11 @@
-"""`python -m berteval bench`: how fast berteval encodes, against its peers, and what bf16 costs.
+"""`python -m berteval bench`: what berteval costs in time and memory, in one run on one machine.
 
-Kept apart from the library's core: `encoders` times berteval's encoder path against
-transformers' pipeline and sentence-transformers on the same model and inputs;
-`squad_dtypes` scores the committed QA adapter in fp32 and bf16 (on bf16 weights, the path a
-served model takes; with --squad-autocast also under autocast, the path before).
+Kept apart from the library's core, one module per section (`--sections`, all by default):
+`encoders` times berteval's encoder path against transformers' pipeline and sentence-transformers on
+the same model and inputs, fp32 and bf16, beside the machine's matmul peak; `ablation` times the SST-2
+probe over one pooling and over four from a cold cache; `memory` measures fine-tune steps' peak RSS per
+memory setting; `latency` times the demo's batch-1 passes and served calls. `squad_dtypes`
+(--squad-dtypes, apart: ~9 minutes) scores the committed QA adapter in fp32 and bf16.
 """
 
 from __future__ import annotations
@@ -16,9 +18,12 @@ from ..errors import BertevalError
 from ..qa import DEFAULTS as QA_DEFAULTS
 
 PEER_BATCH = 32  # the peers' batch size
+SECTIONS = ("encoders", "ablation", "memory", "latency")
 
 
 def add_arguments(ap) -> None:
+    ap.add_argument("--sections", default=",".join(SECTIONS),
+                    help="which parts to run, comma-separated (default: all of %(default)s)")
     ap.add_argument("--model", default="default", help="'default' (embedded all-MiniLM-L6-v2), a local folder or a hub id")
     ap.add_argument("--data-dir", default=None,
                     help="folder holding sst2/ and squad/ (default $BERTEVAL_DATA; without either, a built-in sample)")
@@ -38,13 +43,19 @@ def add_arguments(ap) -> None:
     ap.add_argument("--squad-autocast", action="store_true",
                     help="with --squad-dtypes: also bf16 (autocast), the path bf16 took before bf16 weights")
     ap.add_argument("--limit-eval", type=int, default=None, help="with --squad-dtypes: the first N dev questions")
+    ap.add_argument("--ablation-limit-train", type=int, default=None,
+                    help="ablation: the first N SST-2 training sentences (default: all, as the README's runs)")
+    ap.add_argument("--memory-steps", type=int, default=8, help="memory: fine-tune steps per setting (default %(default)s)")
+    ap.add_argument("--memory-batch", type=int, default=32, help="memory: windows per step (default %(default)s)")
+    ap.add_argument("--latency-calls", type=int, default=30, help="latency: timed calls per row (default %(default)s)")
 
 
 def command(args) -> int:
     import sys
 
     from ..config import data_dir
-    from .encoders import BF16_AUTOCAST, format_report, run_bench, write_json
+    from . import ablation, latency, memory
+    from .encoders import BF16_AUTOCAST, format_report, machine, run_bench
     from .squad_dtypes import SQUAD_PATHS, format_squad, squad_by_dtype
 
     log = lambda m: print(m, file=sys.stderr)  # noqa: E731
@@ -58,14 +69,38 @@ def command(args) -> int:
         if args.json:
             Path(args.json).write_text(json.dumps({"model": source, "rows": [asdict(r) for r in rows]}, indent=1))
         return 0
+    sections = [x.strip() for x in args.sections.split(",") if x.strip()]
+    if unknown := [x for x in sections if x not in SECTIONS]:
+        raise BertevalError(f"--sections: unknown {', '.join(unknown)}; choose from {', '.join(SECTIONS)}")
     try:
         budgets = [int(b) for b in args.bf16_budgets.split(",") if b.strip()]
     except ValueError as exc:
         raise BertevalError(f"--bf16-budgets takes comma-separated token counts such as 2048,8192, not "
                             f"{args.bf16_budgets!r}") from exc
-    rep = run_bench(args.model, data_dir(args.data_dir), args.sentences, args.windows, args.window_length,
-                    args.repeats, args.batch_size, args.threads, budgets, log=log)
-    print(format_report(rep))
+    folder, out = data_dir(args.data_dir), {}
+    if "encoders" in sections:
+        rep = run_bench(args.model, folder, args.sentences, args.windows, args.window_length,
+                        args.repeats, args.batch_size, args.threads, budgets, log=log)
+        print(format_report(rep), flush=True)
+        out["encoders"] = rep.to_json()
+    else:
+        print(f"model {args.model}; {machine()}", flush=True)
+    if "ablation" in sections:
+        if folder is None:
+            print("\nablation: left out (it runs the SST-2 probe: give --data-dir or BERTEVAL_DATA)")
+        else:
+            rows = ablation.measure(args.model, folder, limit_train=args.ablation_limit_train, log=log)
+            print("\n" + ablation.format_ablation(rows, args.ablation_limit_train), flush=True)
+            out["ablation"] = [asdict(r) for r in rows]
+    if "memory" in sections:
+        rows = memory.run_settings(args.model, steps=args.memory_steps, batch=args.memory_batch,
+                                   length=min(args.window_length, QA_DEFAULTS.max_length), log=log)
+        print("\n" + memory.format_memory(rows), flush=True)
+        out["memory"] = [asdict(r) for r in rows]
+    if "latency" in sections:
+        rows, notes = latency.measure(args.model, n=args.latency_calls, log=log)
+        print("\n" + latency.format_latency(rows, notes), flush=True)
+        out["latency"] = {"rows": [asdict(r) for r in rows], "notes": notes}
     if args.json:
-        write_json(rep, Path(args.json))
+        Path(args.json).write_text(json.dumps(out, indent=1))
     return 0

@@ -26,23 +26,14 @@ import os
 import statistics
 import sys
 import time
+from pathlib import Path
 
 import httpx
+from gradio_client import Client
 
-SENTENCES = ["A gorgeous, witty, seductive movie.", "The plot is a mess and the acting is even worse.",
-             "It's not a bad film, just a forgettable one.", "An absorbing and unsettling psychological drama."]
-QUESTION = "In what country is Normandy located?"
-CONTEXT = ("The Normans were the people who in the 10th and 11th centuries gave their name to Normandy, a region in "
-           "France. They were descended from Norse raiders and pirates from Denmark, Iceland and Norway who, under "
-           "their leader Rollo, agreed to swear fealty to King Charles III of West Francia.")
-
-
-CONTEXT_CHARS = 1000  # the issue's yardstick: a context of 1,000 characters (--context-chars)
-
-
-def context(chars: int) -> str:
-    """The paragraph repeated and cut to `chars` characters (a window of ~220 tokens at 1,000)."""
-    return " ".join([CONTEXT] * (chars // len(CONTEXT) + 1))[:chars]
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # berteval from this checkout
+# the same inputs as the in-process figures (`python -m berteval bench --sections latency`); torch-free import
+from berteval.bench.latency import CONTEXT_CHARS, QUESTION, SENTENCES, context  # noqa: E402
 
 
 def inputs(endpoint: str, i: int) -> tuple:
@@ -61,7 +52,7 @@ def message(result) -> str:
     return box or ""
 
 
-def via_client(client, endpoint: str, i: int) -> tuple[float, str]:
+def via_client(client: Client, endpoint: str, i: int) -> tuple[float, str]:
     """(seconds, message or '') for one request through gradio_client."""
     t0 = time.perf_counter()
     result = client.predict(*inputs(endpoint, i), api_name=endpoint.replace("/floor", "/classify"))
@@ -112,8 +103,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--context-chars", type=int, default=CONTEXT_CHARS, help="length of the /answer context")
     args = parser.parse_args(argv)
     CONTEXT_CHARS = args.context_chars
-    from gradio_client import Client  # here: serve_profile.py borrows this file's inputs where Gradio is absent
-
     new_client = lambda: Client(args.url, verbose=False, download_files=False, analytics_enabled=False)  # noqa: E731
     client, http = new_client(), httpx.Client(base_url=args.url, timeout=120)
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
