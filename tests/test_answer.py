@@ -129,6 +129,39 @@ def test_a_checkpoint_with_its_own_qa_head_answers_in_the_tab(tmp_path):
     assert nbest["answer"].is_unique  # the repeated sentence: each answer text once
 
 
+def test_a_deployment_can_serve_answers_on_bf16_weights(tmp_path):
+    """BERTEVAL_APP_DTYPE=bf16: the answer comes from the bf16 copy of the weights (the fp32 model untouched),
+    close to fp32's; the page says which weights answer; any other value stops the app with what to set."""
+    import os
+    import subprocess
+
+    import torch
+    from transformers import BertForQuestionAnswering
+
+    from berteval import precision
+    from conftest import _tokenizer, tiny_config
+
+    folder = tmp_path / "tiny-squad"
+    torch.manual_seed(0)
+    BertForQuestionAnswering(tiny_config()).save_pretrained(folder)
+    _tokenizer(folder).save_pretrained(folder)
+    context = "the cat was very fun and the dog was dull ."
+    qa32, fp32 = serve.answer(str(folder), "what was fun ?", context)
+    qa16, bf16 = serve.answer(str(folder), "what was fun ?", context, "bf16")
+    assert qa16 is qa32 and next(qa32.model.parameters()).dtype == torch.float32
+    assert next(precision.bf16_copy(qa32.model).parameters()).dtype == torch.bfloat16
+    assert np.abs(bf16.start_logits - fp32.start_logits).max() < 0.1
+    assert not np.array_equal(bf16.start_logits, fp32.start_logits)  # a different path ran
+    def page(dtype):
+        return subprocess.run([sys.executable, "-c", "import app; print(app.SERVING)"], cwd=REPO, capture_output=True,
+                              text=True, env={**os.environ, "BERTEVAL_APP_DTYPE": dtype})
+
+    served = page("bf16")
+    assert served.returncode == 0 and "Classify and Answer on a bf16 copy of the weights" in served.stdout
+    refused = page("fp16")
+    assert refused.returncode != 0 and "use fp32 (the default) or bf16" in refused.stderr
+
+
 def test_an_encoder_without_a_qa_head_is_refused_with_what_the_page_can_do_instead(tiny_models):
     from berteval.errors import BertevalError
 

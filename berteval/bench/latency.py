@@ -99,11 +99,13 @@ def measure(model: str, threads=(1, 2), serve_threads: int = 1, n: int = 30, log
         before = torch.get_num_threads()
         torch.set_num_threads(serve_threads)
         try:
-            ctx = context()
-            rows.append(Latency("serve.classify (every committed head)", serve_threads,
-                                p50_ms(lambda: serve.classify(model, SENTENCES[1], serve.classifier(model).heads), n), n))
-            rows.append(Latency(f"serve.answer ({len(ctx):,}-character context)", serve_threads,
-                                p50_ms(lambda: serve.answer(model, QUESTION, ctx), n), n))
+            ctx, heads = context(), serve.classifier(model).heads
+            for dtype in ("fp32", "bf16"):  # the page's default, and BERTEVAL_APP_DTYPE=bf16
+                weights = "fp32" if dtype == "fp32" else "bf16 weights"
+                rows.append(Latency(f"serve.classify (every committed head), {weights}", serve_threads,
+                                    p50_ms(lambda: serve.classify(model, SENTENCES[1], heads, dtype), n), n))
+                rows.append(Latency(f"serve.answer ({len(ctx):,}-character context), {weights}", serve_threads,
+                                    p50_ms(lambda: serve.answer(model, QUESTION, ctx, dtype), n), n))
         finally:
             torch.set_num_threads(before)
     return rows, notes
@@ -113,6 +115,7 @@ def format_latency(rows: list[Latency], notes: list[str]) -> str:
     width = max(len(r.what) for r in rows)
     lines = [f"{'batch 1, in the process':<{width}} {'threads':>7} {'p50 ms':>8}"]
     lines += [f"{r.what:<{width}} {r.threads:>7} {r.p50_ms:>8.2f}" for r in rows]
-    lines.append(f"p50 of {rows[0].n} calls after two warm-ups; the page serves on 1 thread (BERTEVAL_APP_THREADS) "
-                 "and its fp32 weights; Gradio's own cost is measured at the server by tests/tools/app_latency.py")
+    lines.append(f"p50 of {rows[0].n} calls after two warm-ups; the page serves on 1 thread (BERTEVAL_APP_THREADS), "
+                 "fp32 unless BERTEVAL_APP_DTYPE=bf16; Gradio's own cost is measured at the server by "
+                 "tests/tools/app_latency.py")
     return "\n".join(lines + [f"note: {n}" for n in notes])

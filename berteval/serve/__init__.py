@@ -71,13 +71,13 @@ def classifier(name: str = models.DEFAULT) -> Classifier:
     return Classifier(loaded, sentiment.committed_heads(loaded))
 
 
-def classify(name: str, text: str, poolings) -> tuple[Classifier, dict[str, float], reading.Reading]:
-    """P(positive) of one sentence under each committed head reading one of `poolings` (one forward pass),
-    and how much of the sentence that pass read."""
+def classify(name: str, text: str, poolings, dtype: str = "fp32") -> tuple[Classifier, dict[str, float], reading.Reading]:
+    """P(positive) of one sentence under each committed head reading one of `poolings` (one forward pass, on the
+    model's fp32 weights or a bf16 copy of them), and how much of the sentence that pass read."""
     clf = classifier(name)
     heads = {p: clf.heads[p] for p in poolings if p in clf.heads}
     read = reading.measure(clf.model.tokenizer, text, sentiment.max_length(heads or clf.heads))
-    return clf, sentiment.p_positive(clf.model, heads, text), read
+    return clf, sentiment.p_positive(clf.model, heads, text, dtype), read
 
 
 @functools.lru_cache(maxsize=4)
@@ -86,9 +86,10 @@ def qa_model(name: str = models.DEFAULT) -> qa_inference.QAModel:
     return qa.demo_model(name)
 
 
-def answer(name: str, question: str, context: str) -> tuple[qa_inference.QAModel, qa_inference.Answer]:
+def answer(name: str, question: str, context: str,
+           dtype: str = "fp32") -> tuple[qa_inference.QAModel, qa_inference.Answer]:
     model = qa_model(name)
-    return model, qa_inference.answer(model, question, context)
+    return model, qa_inference.answer(model, question, context, dtype=dtype)
 
 
 @functools.lru_cache(maxsize=4)
