@@ -58,8 +58,25 @@ def device() -> str:
     return f"cpu: {cpu}, {torch.get_num_threads()} threads"
 
 
+def status_mb(field: str) -> float | None:
+    """A memory line of /proc/self/status (VmHWM, VmRSS) in MB, or None where there is no such file."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith(field + ":"):
+                    return round(int(line.split()[1]) / 1024, 1)  # kB
+    except OSError:
+        pass
+    return None
+
+
 def peak_rss_mb() -> float:
-    """The highest resident memory this process has reached so far, in MB (Linux reports KiB)."""
+    """The highest resident memory this process has reached so far, in MB. VmHWM belongs to the process's own
+    address space; getrusage's ru_maxrss is kept across exec, so a process started by a large one (the bench
+    measuring each setting in a fresh process, a test) would report its parent's size. ru_maxrss elsewhere."""
+    hwm = status_mb("VmHWM")
+    if hwm is not None:
+        return hwm
     import resource
 
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)

@@ -82,3 +82,20 @@ def test_only_rank_zero_writes_under_a_multi_process_launch(tmp_path, monkeypatc
     monkeypatch.setenv("RANK", "0")
     store.append_record(path, make(run_id="a"))
     assert path.exists()
+
+
+def test_peak_rss_is_the_process_own_not_its_parents():
+    """A record's peak_rss_mb (and the bench's memory rows, each measured in a fresh process) must not inherit
+    the high-water mark of the process that started it, as getrusage's ru_maxrss does across exec."""
+    import subprocess
+    import sys
+
+    from berteval import provenance
+
+    ballast = bytearray(400 << 20)  # 400 MB, touched: this process's high-water mark rises by that much
+    ballast[::4096] = b"x" * len(ballast[::4096])
+    child = subprocess.run([sys.executable, "-c", "from berteval import provenance; print(provenance.peak_rss_mb())"],
+                           capture_output=True, text=True, check=True)
+    assert provenance.peak_rss_mb() > 400
+    assert float(child.stdout) < provenance.peak_rss_mb() - 300, (child.stdout, provenance.peak_rss_mb())
+    del ballast

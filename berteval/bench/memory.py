@@ -39,14 +39,6 @@ class StepMemory:
     s_per_step: float
 
 
-def _rss_mb() -> float:
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
-
-
 def measure(setting: str, model: str, steps: int, batch: int, length: int, seed: int = 0) -> StepMemory:
     """One setting in this process (call it in a fresh one)."""
     import torch
@@ -78,7 +70,7 @@ def measure(setting: str, model: str, steps: int, batch: int, length: int, seed:
         optimiser.zero_grad()
         first = first or provenance.peak_rss_mb()
     wall = (time.perf_counter() - t0) / len(lengths)
-    return StepMemory(setting, len(lengths), batch, model_mb, first, provenance.peak_rss_mb(), round(_rss_mb(), 1),
+    return StepMemory(setting, len(lengths), batch, model_mb, first, provenance.peak_rss_mb(), provenance.status_mb("VmRSS"),
                       round(wall, 2))
 
 
@@ -102,7 +94,7 @@ def format_memory(rows: list[StepMemory]) -> str:
     lines += [f"{r.setting:<{width}} {r.model_mb:>9,.0f} {r.first_step_mb:>10,.0f} {r.peak_mb:>9,.0f} "
               f"{r.end_mb:>8,.0f} {r.s_per_step:>7.2f}" for r in rows]
     lines.append(f"{rows[0].steps} steps of {rows[0].batch} windows, the first the longest; each setting in a fresh "
-                 "process; MB = peak RSS (ru_maxrss) after the model was built / after step 1 / after the last step, "
+                 "process; MB = peak RSS (VmHWM) after the model was built / after step 1 / after the last step, "
                  "and RSS at the end")
     return "\n".join(lines)
 
