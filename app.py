@@ -28,7 +28,7 @@ import pandas as pd  # noqa: E402
 import torch  # noqa: E402
 
 import leaderboard  # noqa: E402
-from berteval import serve  # noqa: E402
+from berteval import precision, serve  # noqa: E402
 from berteval.errors import BertevalError  # noqa: E402
 from berteval.qa import DEFAULTS as QA  # noqa: E402
 from leaderboard import logits  # noqa: E402
@@ -44,7 +44,7 @@ TORCH_THREADS = int(os.environ.get("BERTEVAL_APP_THREADS", "1"))
 # last digit: bf16 weights made the QA pass 2.6x faster on an AMX Xeon and 1.6x here, and changed 3 of 400 SQuAD
 # answers and up to 7 of 872 SST-2 verdicts (README, Performance). fp32 answers are the records' answers.
 SERVE_DTYPE = os.environ.get("BERTEVAL_APP_DTYPE", "fp32")
-if SERVE_DTYPE not in ("fp32", "bf16"):
+if SERVE_DTYPE not in precision.DTYPES:
     raise SystemExit(f"BERTEVAL_APP_DTYPE={SERVE_DTYPE!r}: use fp32 (the default) or bf16")
 QUEUE_SIZE = 64
 N_BEST_SHOWN = 10

@@ -78,11 +78,19 @@ def command(args) -> int:
         raise BertevalError(f"--bf16-budgets takes comma-separated token counts such as 2048,8192, not "
                             f"{args.bf16_budgets!r}") from exc
     folder, out = data_dir(args.data_dir), {}
+    if args.json:  # made now, so a bad path fails before the minutes of measuring, not after
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+
+    def keep(section: str, figures) -> None:  # written after every section: a late failure keeps the rest
+        out[section] = figures
+        if args.json:
+            Path(args.json).write_text(json.dumps(out, indent=1))
+
     if "encoders" in sections:
         rep = run_bench(args.model, folder, args.sentences, args.windows, args.window_length,
                         args.repeats, args.batch_size, args.threads, budgets, log=log)
         print(format_report(rep), flush=True)
-        out["encoders"] = rep.to_json()
+        keep("encoders", rep.to_json())
     else:
         print(f"model {args.model}; {machine()}", flush=True)
     if "ablation" in sections:
@@ -91,16 +99,14 @@ def command(args) -> int:
         else:
             rows = ablation.measure(args.model, folder, limit_train=args.ablation_limit_train, log=log)
             print("\n" + ablation.format_ablation(rows, args.ablation_limit_train), flush=True)
-            out["ablation"] = [asdict(r) for r in rows]
+            keep("ablation", [asdict(r) for r in rows])
     if "memory" in sections:
         rows = memory.run_settings(args.model, steps=args.memory_steps, batch=args.memory_batch,
                                    length=min(args.window_length, QA_DEFAULTS.max_length), log=log)
         print("\n" + memory.format_memory(rows), flush=True)
-        out["memory"] = [asdict(r) for r in rows]
+        keep("memory", [asdict(r) for r in rows])
     if "latency" in sections:
         rows, notes = latency.measure(args.model, n=args.latency_calls, log=log)
         print("\n" + latency.format_latency(rows, notes), flush=True)
-        out["latency"] = {"rows": [asdict(r) for r in rows], "notes": notes}
-    if args.json:
-        Path(args.json).write_text(json.dumps(out, indent=1))
+        keep("latency", {"rows": [asdict(r) for r in rows], "notes": notes})
     return 0

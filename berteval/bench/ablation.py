@@ -15,6 +15,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from unittest import mock
 
 NARROW, WIDE = ["mean"], ["cls", "pooler", "mean", "max"]
 
@@ -33,20 +34,12 @@ def _one(model: str, data_dir: Path, poolings: list[str], seeds: list[int], limi
     from ..config import CACHE_ENV
     from ..tasks import get
 
-    with tempfile.TemporaryDirectory(prefix="berteval-ablation-") as tmp:
-        before = os.environ.get(CACHE_ENV)
-        os.environ[CACHE_ENV] = str(Path(tmp) / "cache")  # cold: nothing encoded before
-        try:
-            t0 = time.perf_counter()
-            rep = runs.run(runs.RunSpec(task=get("sst2"), model=model, poolings=poolings, seeds=seeds,
-                                        data_dir=data_dir, out=Path(tmp) / "out", limit_train=limit_train,
-                                        progress=False))
-            wall = time.perf_counter() - t0
-        finally:
-            if before is None:
-                os.environ.pop(CACHE_ENV, None)
-            else:
-                os.environ[CACHE_ENV] = before
+    with tempfile.TemporaryDirectory(prefix="berteval-ablation-") as tmp, \
+            mock.patch.dict(os.environ, {CACHE_ENV: str(Path(tmp) / "cache")}):  # cold: nothing encoded before
+        t0 = time.perf_counter()
+        rep = runs.run(runs.RunSpec(task=get("sst2"), model=model, poolings=poolings, seeds=seeds, data_dir=data_dir,
+                                    out=Path(tmp) / "out", limit_train=limit_train, progress=False))
+        wall = time.perf_counter() - t0
     return AblationRun(poolings, len(rep.written), round(wall, 2), round(rep.encode_wall_s, 2),
                        round(sum(r.wall_s for r in rep.written), 2))
 

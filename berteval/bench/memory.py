@@ -70,8 +70,8 @@ def measure(setting: str, model: str, steps: int, batch: int, length: int, seed:
         optimiser.zero_grad()
         first = first or provenance.peak_rss_mb()
     wall = (time.perf_counter() - t0) / len(lengths)
-    return StepMemory(setting, len(lengths), batch, model_mb, first, provenance.peak_rss_mb(), provenance.status_mb("VmRSS"),
-                      round(wall, 2))
+    return StepMemory(setting, len(lengths), batch, model_mb, first, provenance.peak_rss_mb(),
+                      provenance.status_mb("VmRSS"), round(wall, 2))
 
 
 def run_settings(model: str, steps: int = 8, batch: int = 32, length: int = 384, log=print) -> list[StepMemory]:
