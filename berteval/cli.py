@@ -126,6 +126,11 @@ def _parser() -> argparse.ArgumentParser:
     derive_arguments(sub.add_parser("derive", help="make a derived encoder (default+nsp-pooler, default+mlm-nsp, "
                                                    "default+random): seeded, resumable, with a provenance record"))
 
+    from .derive.pretrain_command import add_arguments as pretrain_arguments  # light: torch loads when it runs
+
+    pretrain_arguments(sub.add_parser("pretrain", help="pre-train a BERT twin from scratch on Wikipedia "
+                                                       "(wiki-bert-mini: MLM + NSP; wiki-bert-mini-nonsp: MLM only)"))
+
     bench_arguments(sub.add_parser("bench", help="sentences/s and QA windows/s of berteval vs transformers' pipeline "
                                                  "and sentence-transformers, on the same model and data"))
     return ap
@@ -280,6 +285,12 @@ def _cmd_derive(args) -> int:
     return command(args)
 
 
+def _cmd_pretrain(args) -> int:
+    from .derive.pretrain_command import command
+
+    return command(args)
+
+
 def _cmd_disagree(args) -> int:
     from .disagree import command
 
@@ -299,7 +310,7 @@ def _cmd_bench(args) -> int:
 
 
 COMMANDS = {"run": _cmd_run, "ls": _cmd_ls, "validate": _cmd_validate, "summary": _cmd_summary, "bench": _cmd_bench,
-            "derive": _cmd_derive, "disagree": _cmd_disagree, "export": _cmd_export}
+            "derive": _cmd_derive, "pretrain": _cmd_pretrain, "disagree": _cmd_disagree, "export": _cmd_export}
 
 
 def _glue_negative_lists(argv: list[str]) -> list[str]:

@@ -27,6 +27,14 @@ Three choices differ from BERT's released script, each to match the description:
 - labels are exactly 50/50: the surplus of the larger label (those forced NotNext pairs) is
   dropped at random, and the stats say how many.
 
+With `match_length` (pre-training from scratch, `berteval.derive.pretrain`), a NotNext B holds
+exactly as many tokens as the actual continuation would have (from a random sentence start
+of the other document that leaves enough), so the pair's length says nothing about its
+label: filled "up to the target" from a random place, a NotNext B ran short whenever the
+other document ended first, and a model learned that cue instead of coherence (a scratch
+prototype's 0.72 held-out NSP accuracy came from it). The derived encoders keep the
+original rule, so their committed pairs stay what their records say.
+
 Randomness comes from one seeded generator (`seeds.numpy_rng(seed, "segments")`): the same
 documents and seed give the same pairs. Labels are BERT's: 0 = IsNext, 1 = NotNext.
 """
@@ -114,11 +122,33 @@ def _goal(rng: np.random.Generator, short_seq_prob: float, max_tokens: int) -> t
     return False, max_tokens
 
 
-def _one_pass(documents: list[Document], max_tokens: int, short_seq_prob: float, rng: np.random.Generator,
-              stats: SegmentStats) -> list[Instance]:
-    out: list[Instance] = []
+def _other(d: int, n_docs: int, rng: np.random.Generator) -> int:
+    """A document index uniform over every document but `d`."""
+    b = int(rng.integers(n_docs - 1))
+    return b + (b >= d)
+
+
+def _tokens(documents, d: int) -> int:
+    counted = getattr(documents, "tokens", None)
+    return counted(d) if counted is not None else sum(len(s) for s in documents[d])
+
+
+def _random_span(doc: Document, want: int, rng: np.random.Generator) -> list[int]:
+    """Exactly `want` tokens of `doc` (all of it if shorter), from a random sentence start that leaves enough."""
+    lengths = np.array([len(s) for s in doc])
+    remaining = np.cumsum(lengths[::-1])[::-1]  # tokens from each sentence to the document's end
+    starts = np.flatnonzero(remaining >= want)
+    start = int(starts[rng.integers(len(starts))]) if len(starts) else 0
+    tokens, _ = _fill(doc, start, want)
+    return tokens[:want]
+
+
+def _one_pass(documents, max_tokens: int, short_seq_prob: float, rng: np.random.Generator,
+              stats: SegmentStats, match_length: bool = False):
+    """Yield the pairs of one pass over `documents` (a sequence of Documents, indexable)."""
     n_docs = len(documents)
-    for d, doc in enumerate(documents):
+    for d in range(n_docs):
+        doc = documents[d]
         chunk: list[list[int]] = []
         length = 0
         goal_short, goal = _goal(rng, short_seq_prob, max_tokens)
@@ -141,19 +171,31 @@ def _one_pass(documents: list[Document], max_tokens: int, short_seq_prob: float,
                     if is_next:  # the document's last lone sentence has no next segment
                         stats.forced_not_next += 1
                         is_next = False
-                    b_doc = int(rng.integers(n_docs - 1))
-                    b_doc += b_doc >= d  # uniform over the *other* documents
+                    want = max(1, goal - len(tokens_a))
+                    if match_length and len(chunk) >= 2:
+                        want = sum(len(s) for s in chunk[a_end:])  # what the actual continuation holds
+                    elif match_length and i + 1 < len(doc):
+                        want = len(_fill(doc, i + 1, want)[0])
+                    b_doc = _other(d, n_docs, rng)
+                    # A partner document too short for the continuation's length (a stub) would leave B
+                    # short: a length cue. Draw again (a few times) for one that holds enough.
+                    for _ in range(20 if match_length else 0):
+                        if _tokens(documents, b_doc) >= want:
+                            break
+                        b_doc = _other(d, n_docs, rng)
                     other = documents[b_doc]
-                    tokens_b, _ = _fill(other, int(rng.integers(len(other))), max(1, goal - len(tokens_a)))
+                    if match_length:
+                        tokens_b = _random_span(other, want, rng)
+                    else:
+                        tokens_b, _ = _fill(other, int(rng.integers(len(other))), want)
                     i -= len(chunk) - a_end  # the unused sentences are read again
                 if _truncate(tokens_a, tokens_b, max_tokens, rng):
                     stats.truncated += 1
                 stats.short_target += goal_short
-                out.append(Instance(tuple(tokens_a), tuple(tokens_b), IS_NEXT if is_next else NOT_NEXT, d, b_doc))
+                yield Instance(tuple(tokens_a), tuple(tokens_b), IS_NEXT if is_next else NOT_NEXT, d, b_doc)
                 chunk, length = [], 0
                 goal_short, goal = _goal(rng, short_seq_prob, max_tokens)
             i += 1
-    return out
 
 
 def build(documents: list[Document], *, max_length: int = MAX_LENGTH, short_seq_prob: float = SHORT_SEQ_PROB,

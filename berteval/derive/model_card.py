@@ -1,0 +1,65 @@
+"""The model card (README.md) of a model pre-trained here, generated from its derivation record.
+
+Hugging Face cards are Markdown with YAML front matter; the front matter's `model-index`
+(task results) comes from `berteval export model-index` once records exist, and is passed in.
+Every number on the card is read from the record: nothing is typed by hand.
+"""
+
+from __future__ import annotations
+
+import yaml
+
+
+def render(record: dict, model_index: list | None = None) -> str:
+    final = record.get("final", {})
+    ex = record.get("examples", {})
+    text = ex.get("text", {})
+    tr = record.get("training", {})
+    hyper = record.get("hyperparameters", {})
+    front = {"language": ["en"], "license": "cc-by-sa-3.0", "library_name": "transformers",
+             "tags": ["bert", "fill-mask", "next-sentence-prediction", "berteval"],
+             "pipeline_tag": "fill-mask", "datasets": ["wikipedia"]}
+    if model_index:
+        front["model-index"] = model_index
+    held = final.get("heldout", {})
+    lines = [
+        "---", yaml.safe_dump(front, sort_keys=False).strip(), "---", "",
+        f"# {record['name']}", "",
+        record.get("summary", ""), "",
+        f"Objective: {record.get('objective', '')}.", "",
+        "Made by `berteval` (the command below), from the BERT paper's recipe (Devlin et al. 2019, Section 3.1 and "
+        "Appendix A). Load it with any transformers Auto class, e.g. `AutoModelForPreTraining`, "
+        "`AutoModelForMaskedLM`, `AutoModelForNextSentencePrediction` or `pipeline(\"fill-mask\", model=...)`.", "",
+        "## Shape", "",
+        f"{hyper.get('layers')} layers, hidden {hyper.get('hidden_size')}, {hyper.get('heads')} heads, intermediate "
+        f"{hyper.get('intermediate_size')}, uncased WordPiece vocabulary of "
+        f"{ex.get('vocabulary', {}).get('vocab_size', '?'):,} trained on the training text, 512 positions.", "",
+        "## Training data", "",
+        f"English Wikipedia (a 2015 dump's first {text.get('articles_read', 0):,} articles), minus the "
+        f"{len(text.get('excluded_squad_dev_title', []))} SQuAD v1.1 dev articles present and the "
+        f"{text.get('excluded_nsp_dev_sentence', {}).get('articles', 0):,} other articles containing a sentence of "
+        f"berteval's NSP dev pairs; {text.get('heldout', {}).get('articles', 0):,} articles (1%) held out. "
+        f"{text.get('train_articles', 0):,} training articles.", "",
+        "## Training", "",
+        f"{tr.get('steps', 0):,} steps, {tr.get('tokens_seen', 0):,} tokens ({tr.get('sequences_seen', 0):,} "
+        f"sequences), {tr.get('train_wall_s', 0) / 3600:.2f} h on {record.get('device', '?')} "
+        f"({record.get('dtype')}); lr {hyper.get('lr')}, warm-up {hyper.get('warmup_steps')} steps then linear "
+        f"decay, batch {hyper.get('batch_size')} x 128 tokens for {1 - hyper.get('long_share', 0):.0%} of the "
+        f"steps and {hyper.get('long_batch_size')} x 512 for the rest.", "",
+        f"Command: `{record.get('command', '')}`", "",
+        "## Held-out results (at the end of training)", "",
+        "| measure | value | examples |", "|---|---|---|",
+        f"| masked-LM accuracy, held-out articles (128 tokens) | {held.get('mlm_accuracy')} | {held.get('n')} |",
+        f"| masked-LM loss, held-out articles | {held.get('mlm_loss')} | {held.get('n')} |",
+        f"| NSP accuracy, held-out segment pairs | {held.get('nsp_accuracy')} | {held.get('n')} |",
+        f"| NSP accuracy, held-out sentence pairs | {final.get('heldout_sentence_pairs', {}).get('nsp_accuracy')} | "
+        f"{final.get('heldout_sentence_pairs', {}).get('n')} |",
+        f"| NSP accuracy, berteval's NSP dev pairs (SQuAD dev articles) | "
+        f"{final.get('nsp_dev_pairs', {}).get('nsp_accuracy')} | {final.get('nsp_dev_pairs', {}).get('n')} |",
+        "",
+    ]
+    if not record.get("nsp_trained", True):
+        lines += ["The NSP head and pooler of this model were never trained (the NSP loss was removed): its NSP "
+                  "accuracy is that of a random initialisation, shown as the control.", ""]
+    lines += ["Everything about the run (checksums of every input, curves, versions) is in `derivation.json`.", ""]
+    return "\n".join(lines)

@@ -1,0 +1,337 @@
+"""Pre-training BERT from scratch: masked LM + next-sentence prediction (or masked LM alone).
+
+Written from the BERT paper (Devlin et al. 2019, Section 3.1 and Appendix A), not from its
+code. The examples are `pretrain_data`'s (one prepared folder for both twins); the model is
+`transformers.BertForPreTraining` in the shape given by the hyper-parameters (BERT-Mini:
+4 layers, hidden 256, 4 heads, intermediate 1024; Turc et al. 2019), initialised by
+transformers under `torch.manual_seed(seed)`: the twins start from identical weights.
+
+The step (`Objective`): the encoder over the batch, the MLM head only at the masked
+positions (about 15% of tokens: the same loss as scoring every position, at a fraction of
+the 16 k-wide vocabulary projection), the NSP head on `pooler_output`; loss = mean masked
+cross-entropy (+ NSP cross-entropy when the twin trains NSP). The no-NSP twin's pooler and
+NSP head get no gradient and are excluded from the optimiser (so weight decay does not
+touch them either): they stay exactly as initialised, the control. bf16 autocast where
+asked (fp32 master weights and optimiser state).
+
+Schedule: AdamW (betas, weight decay 0.01 except biases and LayerNorm), linear warm-up then
+linear decay to 0, clipping at 1.0. Sequences of 128 tokens for the first
+(1 - long_share) of the steps and 512 for the rest, as BERT (90% / 10%), at the same
+tokens per step. The batch order is one seeded permutation per length, identical for both
+twins. Every `eval_every` steps: held-out MLM accuracy and loss, NSP accuracy on held-out
+segment pairs, on held-out sentence pairs and on the NSP dev sentence pairs (fixed
+subsets; all of each at the end).
+
+Resumable: every `checkpoint_every` steps the weights, optimiser, schedule, RNG state,
+step, counters and curves are written to one file (temp file, fsync, rename); a killed
+run restarts from there and ends with the weights and record it would have had. This loop
+is separate from `berteval.training` (the heads' loop) because pre-training needs a token
+budget over two sequence lengths, periodic held-out evaluation inside the run and a
+lean step (bench: `python -m berteval bench --sections pretrain`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..errors import BertevalError
+from ..seeds import numpy_rng
+from . import pretrain_data
+
+EVAL_SUBSET = 1024  # examples of each evaluation set scored during training (all of them at the end)
+
+
+# -- model and step -----------------------------------------------------------------------------------------------
+
+def bert_config(hyper: dict, vocab_size: int):
+    from transformers import BertConfig
+
+    return BertConfig(vocab_size=vocab_size, hidden_size=hyper["hidden_size"],
+                      num_hidden_layers=hyper["layers"], num_attention_heads=hyper["heads"],
+                      intermediate_size=hyper["intermediate_size"], max_position_embeddings=pretrain_data.LONG,
+                      type_vocab_size=2, pad_token_id=0, hidden_dropout_prob=0.1,
+                      attention_probs_dropout_prob=0.1, architectures=["BertForPreTraining"])
+
+
+def build_model(hyper: dict, vocab_size: int, seed: int) -> torch.nn.Module:
+    """BertForPreTraining with transformers' initialisation under `seed` (SDPA attention)."""
+    from transformers import BertForPreTraining
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(int(seed))
+        return BertForPreTraining._from_config(bert_config(hyper, vocab_size), attn_implementation="sdpa")
+
+
+def batch_tensors(seqs: pretrain_data.Sequences, index: np.ndarray, device) -> dict:
+    """Model inputs for rows `index`, padded to their longest: ids, segments, mask, masked positions/targets."""
+    sub = seqs.take(np.asarray(index))
+    width = int(sub.length.max())
+    ids = torch.from_numpy(sub.ids[:, :width].astype(np.int64))
+    pos = torch.arange(width)
+    length = torch.from_numpy(sub.length.astype(np.int64))
+    attention = pos[None, :] < length[:, None]  # (B, T)
+    segment = (pos[None, :] >= torch.from_numpy(sub.a_len.astype(np.int64))[:, None] + 2) & attention
+    mp = torch.from_numpy(sub.mlm_pos.astype(np.int64))
+    valid = mp >= 0
+    rows = torch.arange(len(index))[:, None].expand_as(mp)[valid]
+    out = {"input_ids": ids, "token_type_ids": segment.long(), "attention_mask": attention.long(),
+           "mlm_rows": rows, "mlm_cols": mp[valid], "mlm_targets": torch.from_numpy(
+               sub.mlm_tgt.astype(np.int64))[valid], "nsp_labels": torch.from_numpy(sub.nsp.astype(np.int64))}
+    return {k: v.to(device, non_blocking=True) for k, v in out.items()}
+
+
+class Objective(torch.nn.Module):
+    """BERT's pre-training loss on a BertForPreTraining, MLM logits only at the masked positions."""
+
+    def __init__(self, model: torch.nn.Module, nsp: bool):
+        super().__init__()
+        self.model, self.nsp = model, nsp
+
+    def forward(self, input_ids, token_type_ids, attention_mask, mlm_rows, mlm_cols, mlm_targets, nsp_labels):
+        inner = self.model
+        out = inner.bert(input_ids=input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask)
+        hidden = out.last_hidden_state[mlm_rows, mlm_cols]  # (M, H): the masked positions only
+        mlm_logits = inner.cls.predictions(hidden)  # (M, V)
+        mlm_loss = torch.nn.functional.cross_entropy(mlm_logits.float(), mlm_targets)
+        nsp_logits = inner.cls.seq_relationship(out.pooler_output)  # (B, 2)
+        nsp_loss = torch.nn.functional.cross_entropy(nsp_logits.float(), nsp_labels)
+        loss = mlm_loss + nsp_loss if self.nsp else mlm_loss
+        return {"loss": loss, "mlm_loss": mlm_loss.detach(), "nsp_loss": nsp_loss.detach(),
+                "mlm_correct": (mlm_logits.argmax(-1) == mlm_targets).sum().detach(),
+                "mlm_count": mlm_targets.numel(),
+                "nsp_correct": (nsp_logits.argmax(-1) == nsp_labels).sum().detach()}
+
+
+def _autocast(device, dtype: str):
+    if dtype == "bf16":
+        return torch.autocast(device.type, dtype=torch.bfloat16)
+    return torch.autocast(device.type, enabled=False)
+
+
+def _optimiser(model: torch.nn.Module, hyper: dict, total: int, nsp: bool):
+    frozen = () if nsp else ("bert.pooler.", "cls.seq_relationship.")
+    named = [(n, p) for n, p in model.named_parameters() if not n.startswith(frozen)]
+    for n, p in model.named_parameters():
+        p.requires_grad_(not n.startswith(frozen))
+    decay = [p for n, p in named if p.ndim >= 2]
+    no_decay = [p for n, p in named if p.ndim < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": hyper["weight_decay"]},
+                             {"params": no_decay, "weight_decay": 0.0}], lr=hyper["lr"],
+                            betas=(hyper["beta1"], hyper["beta2"]), eps=1e-6)
+    warm = int(hyper["warmup_steps"])
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: (s + 1) / max(1, warm) if s < warm else max(0.0, (total - s) / max(1, total - warm)))
+    return [p for _, p in named], opt, sched
+
+
+# -- evaluation ---------------------------------------------------------------------------------------------------
+
+@torch.no_grad()
+def evaluate_sequences(model, seqs: pretrain_data.Sequences, device, dtype: str, limit: int | None = None,
+                       batch: int = 64) -> dict:
+    """Held-out masked-LM accuracy/loss and NSP accuracy on segment pairs (dropout off)."""
+    n = len(seqs) if limit is None else min(limit, len(seqs))
+    objective = Objective(model, True)
+    was = model.training
+    model.eval()
+    correct = count = nsp_correct = 0
+    loss_sum = 0.0
+    for i in range(0, n, batch):
+        b = batch_tensors(seqs, np.arange(i, min(n, i + batch)), device)
+        with _autocast(device, dtype):
+            out = objective(**b)
+        correct += int(out["mlm_correct"])
+        count += int(out["mlm_count"])
+        loss_sum += float(out["mlm_loss"]) * int(out["mlm_count"])
+        nsp_correct += int(out["nsp_correct"])
+    model.train(was)
+    return {"n": n, "mlm_accuracy": round(correct / max(1, count), 4), "mlm_loss": round(loss_sum / max(1, count), 4),
+            "nsp_accuracy": round(nsp_correct / max(1, n), 4)}
+
+
+@torch.no_grad()
+def nsp_on_pairs(model, tokenizer, pairs: list[tuple[str, str, int]], device, dtype: str,
+                 limit: int | None = None, batch: int = 64) -> dict:
+    """The NSP head's accuracy on sentence pairs (text A, text B, label) encoded as BERT encodes a pair."""
+    rows = pairs if limit is None else pairs[:limit]
+    was = model.training
+    model.eval()
+    correct = 0
+    for i in range(0, len(rows), batch):
+        part = rows[i : i + batch]
+        enc = tokenizer([a for a, _, _ in part], [b for _, b, _ in part], truncation=True,
+                        max_length=pretrain_data.SHORT, padding=True, return_tensors="pt")
+        enc = {k: v.to(device) for k, v in enc.items()}
+        with _autocast(device, dtype):
+            logits = model(**enc).seq_relationship_logits
+        labels = torch.tensor([y for _, _, y in part], device=device)
+        correct += int((logits.argmax(-1) == labels).sum())
+    model.train(was)
+    return {"n": len(rows), "nsp_accuracy": round(correct / max(1, len(rows)), 4)}
+
+
+def nsp_dev_pairs(data_dir: Path) -> list[tuple[str, str, int]]:
+    """The 8,118 NSP dev sentence pairs of `berteval.tasks.nsp` (SQuAD v1.1 dev articles, pysbd, seed 0)."""
+    from .. import pairs
+    from ..tasks.nsp import PAIR_SEED
+    from . import wikipedia
+
+    built, _ = pairs.build_pairs(wikipedia.dev_articles(data_dir), PAIR_SEED)
+    return [(p.a, p.b, p.label) for p in built]
+
+
+# -- the run ------------------------------------------------------------------------------------------------------
+
+@dataclass
+class RunState:
+    step: int = 0
+    tokens: int = 0
+    sequences: int = 0
+    wall_s: float = 0.0
+    losses: list = None  # per step: [loss, mlm_loss, nsp_loss, mlm_acc, nsp_acc]
+    evals: list = None  # one row per evaluation
+    resumed_at: list = None  # steps at which the run was resumed
+
+    def __post_init__(self):
+        self.losses = self.losses or []
+        self.evals = self.evals or []
+        self.resumed_at = self.resumed_at or []
+
+
+def _save_checkpoint(path: Path, model, opt, sched, state: RunState) -> None:
+    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+    payload = {"model": model.state_dict(), "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
+               "rng": torch.get_rng_state(), "state": state.__dict__}
+    with open(tmp, "wb") as fh:
+        torch.save(payload, fh)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def _load_checkpoint(path: Path, model, opt, sched) -> RunState:
+    try:
+        payload = torch.load(path, weights_only=False, map_location="cpu")
+        model.load_state_dict(payload["model"])
+        opt.load_state_dict(payload["optimizer"])
+        sched.load_state_dict(payload["scheduler"])
+        torch.set_rng_state(payload["rng"])
+        return RunState(**payload["state"])
+    except Exception as exc:  # noqa: BLE001 - any unreadable checkpoint is reported, not trained over
+        raise BertevalError(f"the checkpoint {path} cannot be read ({type(exc).__name__}: {exc}); delete it to "
+                            f"start the run again from step 0") from exc
+
+
+def schedule_plan(hyper: dict) -> dict:
+    total = int(hyper["steps"])
+    long_steps = int(round(total * hyper["long_share"]))
+    return {"steps": total, "short_steps": total - long_steps, "long_steps": long_steps,
+            "short_batch": int(hyper["batch_size"]), "long_batch": int(hyper["long_batch_size"])}
+
+
+def _orders(prepared, plan: dict, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The batch order: a seeded permutation per length (repeated if the budget exceeds one pass)."""
+    rng = numpy_rng(seed, "pretrain")
+
+    def order(n_rows: int, needed: int) -> np.ndarray:
+        if n_rows == 0 and needed:
+            raise BertevalError("no prepared sequences of this length: prepare again with more text")
+        reps = max(1, math.ceil(needed / max(1, n_rows)))
+        return np.concatenate([rng.permutation(n_rows) for _ in range(reps)])[:needed]
+
+    return (order(len(prepared.train), plan["short_steps"] * plan["short_batch"]),
+            order(len(prepared.train_long), plan["long_steps"] * plan["long_batch"]))
+
+
+def train(prepared, nsp: bool, hyper: dict, seed: int, device, dtype: str, checkpoint: Path,
+          dev_pairs: list, stop_after_steps: int | None = None, log=print, progress_file: Path | None = None):
+    """Run (or resume) the pre-training; returns (model, RunState, complete)."""
+    plan = schedule_plan(hyper)
+    model = build_model(hyper, len(prepared.tokenizer), seed).to(device)
+    params, opt, sched = _optimiser(model, hyper, plan["steps"], nsp)
+    state = RunState()
+    if checkpoint.is_file():
+        state = _load_checkpoint(checkpoint, model, opt, sched)
+        state.resumed_at.append(state.step)
+        log(f"resumed at step {state.step} of {plan['steps']} ({state.tokens:,} tokens seen)")
+    else:
+        torch.manual_seed(int(seed))  # dropout's stream: the same for both twins (their heads use none)
+    short_order, long_order = _orders(prepared, plan, seed)
+    objective = Objective(model, nsp)
+    model.train()
+    started = time.perf_counter()
+    wall0 = state.wall_s
+    stopped_after = state.step
+    while state.step < plan["steps"]:
+        s = state.step
+        if s < plan["short_steps"]:
+            seqs, b = prepared.train, plan["short_batch"]
+            index = short_order[s * b : (s + 1) * b]
+        else:
+            seqs, b = prepared.train_long, plan["long_batch"]
+            k = s - plan["short_steps"]
+            index = long_order[k * b : (k + 1) * b]
+        batch = batch_tensors(seqs, index, device)
+        with _autocast(device, dtype):
+            out = objective(**batch)
+        out["loss"].backward()
+        torch.nn.utils.clip_grad_norm_(params, hyper["max_grad_norm"])
+        opt.step()
+        sched.step()
+        opt.zero_grad(set_to_none=True)
+        state.step += 1
+        state.tokens += int(batch["attention_mask"].sum())
+        state.sequences += len(index)
+        state.losses.append([round(float(out["loss"].detach()), 4), round(float(out["mlm_loss"]), 4),
+                             round(float(out["nsp_loss"]), 4),
+                             round(int(out["mlm_correct"]) / max(1, int(out["mlm_count"])), 4),
+                             round(int(out["nsp_correct"]) / len(index), 4)])
+        state.wall_s = wall0 + time.perf_counter() - started
+        last = state.step == plan["steps"]
+        if state.step % hyper["eval_every"] == 0 and not last:
+            row = evaluation_row(model, prepared, dev_pairs, device, dtype, state, EVAL_SUBSET)
+            state.evals.append(row)
+            log(_eval_line(row, plan))
+            if progress_file is not None:
+                with open(progress_file, "a") as fh:
+                    fh.write(json.dumps(row) + "\n")
+        if state.step % hyper["checkpoint_every"] == 0 and not last:
+            _save_checkpoint(checkpoint, model, opt, sched, state)
+        if stop_after_steps is not None and state.step - stopped_after >= stop_after_steps and not last:
+            _save_checkpoint(checkpoint, model, opt, sched, state)
+            return model, state, False
+    model.eval()
+    return model, state, True
+
+
+def evaluation_row(model, prepared, dev_pairs, device, dtype, state: RunState, limit: int | None) -> dict:
+    t0 = time.perf_counter()
+    recent = np.array(state.losses[-max(1, min(len(state.losses), 100)):], dtype=np.float64)
+    row = {"step": state.step, "tokens": state.tokens, "wall_s": round(state.wall_s, 1),
+           "train_loss_last100": round(float(recent[:, 0].mean()), 4),
+           "train_mlm_loss_last100": round(float(recent[:, 1].mean()), 4),
+           "train_nsp_loss_last100": round(float(recent[:, 2].mean()), 4),
+           "heldout": evaluate_sequences(model, prepared.heldout, device, dtype, limit),
+           "heldout_sentence_pairs": nsp_on_pairs(model, prepared.tokenizer, prepared.heldout_pairs, device, dtype,
+                                                  limit),
+           "nsp_dev_pairs": nsp_on_pairs(model, prepared.tokenizer, dev_pairs, device, dtype, limit)}
+    if limit is None:
+        row["heldout_512"] = evaluate_sequences(model, prepared.heldout_long, device, dtype, None, batch=16)
+    row["eval_s"] = round(time.perf_counter() - t0, 1)
+    return row
+
+
+def _eval_line(row: dict, plan: dict) -> str:
+    return (f"step {row['step']}/{plan['steps']} tokens {row['tokens'] / 1e6:.2f} M  train loss "
+            f"{row['train_loss_last100']} (mlm {row['train_mlm_loss_last100']})  held-out mlm acc "
+            f"{row['heldout']['mlm_accuracy']} loss {row['heldout']['mlm_loss']}  nsp: segments "
+            f"{row['heldout']['nsp_accuracy']} sentences {row['heldout_sentence_pairs']['nsp_accuracy']} dev "
+            f"{row['nsp_dev_pairs']['nsp_accuracy']}  ({row['wall_s']:.0f} s)")

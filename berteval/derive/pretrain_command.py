@@ -1,0 +1,217 @@
+"""`python -m berteval pretrain <name>`: pre-train one of the twins (`berteval.models.pretrained`)
+from scratch and publish it as a standard checkpoint folder.
+
+    python -m berteval pretrain wiki-bert-mini --data-dir ../shared/data --threads 1
+    python -m berteval pretrain wiki-bert-mini-nonsp --data-dir ../shared/data --threads 1
+
+Seeded and resumable: the prepared examples are cached (verified by checksum), the run
+checkpoints every `--checkpoint-every` steps, and rerunning the same command after a kill
+resumes. `--prepare-only` builds the examples and stops (run it once before starting both
+twins side by side). `--stop-after-steps N` stops after N more steps (resume later): a
+tuning run is the first N steps of the real run. The published folder holds config.json,
+the tokenizer, safetensors shards under 9 MB each, README.md (the model card, from the
+record) and derivation.json (every input's checksum, the hyper-parameters, the curves,
+tokens seen, wall time, versions, device). Exit codes as `derive`: 0 done, 2 a user error,
+3 stopped before the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import shlex
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from ..errors import BertevalError
+from ..models.pretrained import PRETRAINED, RECORD
+
+STOPPED = 3
+SHARD = "9MB"  # decimal: every shard <= 9,000,000 bytes (the largest tensor, the embeddings, is 8.4 MB)
+MAX_FILE_BYTES = 9_000_000
+# BERT-Mini (Turc et al. 2019) and BERT's recipe; the schedule values were chosen on short tuning runs
+# (docs/findings/pretraining.md). Every value is recorded; the options below override them.
+DEFAULTS = {
+    "hidden_size": 256, "layers": 4, "heads": 4, "intermediate_size": 1024,
+    "vocab_size": 8_192, "short_seq_prob": 0.1, "long_sequences": 8_000, "limit_articles": None,
+    "steps": 9_000, "long_share": 0.1, "batch_size": 32, "long_batch_size": 8,
+    "lr": 1e-3, "warmup_steps": 300, "beta1": 0.9, "beta2": 0.999, "weight_decay": 0.01, "max_grad_norm": 1.0,
+    "eval_every": 500, "checkpoint_every": 250,
+}
+_OPTIONS = {"steps": int, "lr": float, "warmup_steps": int, "batch_size": int, "long_batch_size": int,
+            "long_share": float, "beta2": float, "eval_every": int, "checkpoint_every": int, "vocab_size": int,
+            "short_seq_prob": float, "long_sequences": int, "limit_articles": int, "hidden_size": int,
+            "layers": int, "heads": int, "intermediate_size": int}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("name", choices=sorted(PRETRAINED), help="which twin")
+    parser.add_argument("--data-dir", help="folder holding wikipedia/ and squad/dev-v1.1.json (or $BERTEVAL_DATA)")
+    parser.add_argument("--out", help="results root; the model goes to <out>/encoders/<name>/ "
+                                      "(default: $BERTEVAL_RESULTS or the committed leaderboard/results)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", help="auto (default), cpu, cuda, cuda:N or mps (or $BERTEVAL_DEVICE)")
+    parser.add_argument("--dtype", choices=("bf16", "fp32"), default="bf16",
+                        help="bf16 autocast (default; fp32 master weights) or fp32")
+    parser.add_argument("--threads", type=int, help="torch threads (two twins side by side: 1 each)")
+    parser.add_argument("--checkpoint-dir", help="where the resume state lives (default: under $BERTEVAL_CACHE); "
+                                                 "put it in the repository to survive a new machine")
+    parser.add_argument("--prepare-only", action="store_true", help="build the examples (cached) and stop")
+    parser.add_argument("--stop-after-steps", type=int, help="stop after this many more steps (resume later)")
+    parser.add_argument("--force", action="store_true", help="pre-train again even if the model exists")
+    parser.add_argument("--no-progress", action="store_true", help="quieter output")
+    for key, kind in _OPTIONS.items():
+        parser.add_argument("--" + key.replace("_", "-"), type=kind, help=f"default {DEFAULTS[key]}")
+
+
+def hyperparameters(args) -> dict:
+    hyper = dict(DEFAULTS)
+    for key in _OPTIONS:
+        value = getattr(args, key, None)
+        if value is not None:
+            hyper[key] = value
+    if hyper["steps"] < 1 or hyper["batch_size"] < 1 or not 0 <= hyper["long_share"] < 1:
+        raise BertevalError("--steps and --batch-size must be positive and --long-share in [0, 1)")
+    return hyper
+
+
+def _checkpoint_path(args, name: str, hyper: dict, prepared_key: str) -> Path:
+    from .. import config
+    from . import pretrain_data
+
+    key = pretrain_data.cache_key({"name": name, "seed": args.seed, "dtype": args.dtype, "hyper": hyper,
+                                   "examples": prepared_key})
+    root = Path(args.checkpoint_dir) if args.checkpoint_dir else config.cache_dir() / "checkpoints" / "pretrain"
+    root.mkdir(parents=True, exist_ok=True)
+    return root / f"{name}-{key}.pt"
+
+
+def command(args) -> int:
+    from .. import config, devices, provenance
+    from ..models import pretrained
+
+    provenance.git_commit()  # the record names the code that starts the run
+    twin = PRETRAINED[args.name]
+    hyper = hyperparameters(args)
+    out = pretrained.folder(args.name, args.out)
+    if (out / RECORD).is_file() and not args.force and not args.prepare_only:
+        print(f"{args.name}: already pre-trained ({out / RECORD}); --force trains it again")
+        return 0
+    data_dir = config.data_dir(args.data_dir)
+    if data_dir is None:
+        raise BertevalError("pretrain reads local Wikipedia shards: pass --data-dir (e.g. ../shared/data) or set "
+                            "BERTEVAL_DATA")
+    device = devices.resolve(args.device)
+    import torch
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    from . import pretrain, pretrain_data
+
+    log = (lambda *a, **k: None) if args.no_progress else (lambda msg: print(msg, flush=True))
+    t0 = time.perf_counter()
+    prepared = pretrain_data.prepare(data_dir, config.cache_dir(), args.seed, hyper, log=log)
+    if args.prepare_only:
+        print(f"prepared: {prepared.folder}")
+        return 0
+    plan = pretrain.schedule_plan(hyper)
+    if plan["long_steps"] * plan["long_batch"] > len(prepared.train_long) * 4:
+        raise BertevalError(f"{plan['long_steps']} long steps of {plan['long_batch']} need more long sequences "
+                            f"than the {len(prepared.train_long)} prepared: raise --long-sequences")
+    checkpoint = _checkpoint_path(args, args.name, hyper, prepared.folder.name)
+    progress = checkpoint.with_suffix(".evals.jsonl")
+    log(f"{args.name}: {plan['steps']} steps ({plan['short_steps']} x {plan['short_batch']} x 128 tokens, "
+        f"{plan['long_steps']} x {plan['long_batch']} x 512), device {device}, {torch.get_num_threads()} thread(s); "
+        f"checkpoint {checkpoint}")
+    dev_pairs = pretrain.nsp_dev_pairs(data_dir)
+    model, state, complete = pretrain.train(prepared, twin.nsp, hyper, args.seed, device, args.dtype, checkpoint,
+                                            dev_pairs, args.stop_after_steps, log, progress)
+    if not complete:
+        print(f"{args.name}: stopped at step {state.step} of {plan['steps']}; rerun the same command to resume "
+              f"({checkpoint})", file=sys.stderr)
+        return STOPPED
+    log("final evaluation on every held-out example ...")
+    final = pretrain.evaluation_row(model, prepared, dev_pairs, device, args.dtype, state, None)
+    state.evals.append(final)
+    log(pretrain._eval_line(final, plan))
+    record = _record(args, twin, hyper, plan, prepared, state, final, device, time.perf_counter() - t0)
+    publish(model.cpu(), prepared.tokenizer, record, out)
+    checkpoint.unlink(missing_ok=True)
+    print(f"{args.name}: published {out} ({state.tokens:,} tokens, {state.wall_s / 3600:.2f} h of training)")
+    return 0
+
+
+def _record(args, twin, hyper, plan, prepared, state, final, device, wall) -> dict:
+    from .. import devices, provenance
+
+    losses = state.losses
+    return {
+        "schema": 1, "name": twin.name, "model_id": twin.model_id, "summary": twin.summary,
+        "objective": ("masked LM (15% of WordPiece tokens: 80% [MASK], 10% random, 10% unchanged) + next-sentence "
+                      "prediction through the pooler" if twin.nsp else
+                      "masked LM only (15%: 80/10/10); the NSP loss removed, pooler and NSP head left as initialised"),
+        "nsp_trained": twin.nsp,
+        "command": "python -m berteval " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
+        "seed": args.seed, "dtype": args.dtype, "device": devices.describe(device),
+        "hyperparameters": hyper, "schedule": plan,
+        "examples": {"prepared": prepared.folder.name, **prepared.record},
+        "training": {"steps": state.step, "tokens_seen": state.tokens, "sequences_seen": state.sequences,
+                     "train_wall_s": round(state.wall_s, 1), "resumed_at_steps": state.resumed_at,
+                     "first_loss": losses[0][0] if losses else None, "last_100_loss": round(
+                         sum(r[0] for r in losses[-100:]) / max(1, len(losses[-100:])), 4),
+                     "loss_columns": ["loss", "mlm_loss", "nsp_loss", "mlm_accuracy", "nsp_accuracy"],
+                     "loss_curve": _curve(losses)},
+        "evaluations": state.evals, "final": final,
+        "wall_s": round(wall, 1), "versions": provenance.versions(), "git_commit": provenance.git_commit(),
+        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def _curve(losses: list, points: int = 100) -> dict:
+    """Means of the per-step values over `points` equal slices of the steps."""
+    import numpy as np
+
+    if not losses:
+        return {}
+    arr = np.asarray(losses, dtype=np.float64)
+    edges = np.linspace(0, len(arr), min(points, len(arr)) + 1).astype(int)
+    cols = ["loss", "mlm_loss", "nsp_loss", "mlm_accuracy", "nsp_accuracy"]
+    out = {"step": [int(e) for e in edges[1:]]}
+    for j, c in enumerate(cols):
+        out[c] = [round(float(arr[a:b, j].mean()), 4) for a, b in zip(edges[:-1], edges[1:])]
+    return out
+
+
+def publish(model, tokenizer, record: dict, out: Path) -> None:
+    """The standard checkpoint folder, staged beside `out` and swapped in when complete."""
+    from . import model_card
+
+    stage = out.with_name(out.name + ".partial")
+    shutil.rmtree(stage, ignore_errors=True)
+    stage.mkdir(parents=True)
+    try:
+        model.save_pretrained(str(stage), max_shard_size=SHARD)
+        tokenizer.save_pretrained(str(stage))
+        files = {}
+        for path in sorted(stage.iterdir()):
+            size = path.stat().st_size
+            if size > MAX_FILE_BYTES:
+                raise BertevalError(f"{path.name} is {size:,} bytes: committed files must stay under 9 MB")
+            from .wikipedia import file_sha256
+
+            files[path.name] = {"bytes": size, "sha256": file_sha256(path)}
+        record["files"] = files
+        (stage / RECORD).write_text(json.dumps(record, indent=1) + "\n")
+        (stage / "README.md").write_text(model_card.render(record))
+        old = out.with_name(out.name + ".old")
+        shutil.rmtree(old, ignore_errors=True)
+        if out.exists():
+            os.replace(out, old)
+        os.replace(stage, out)
+        shutil.rmtree(old, ignore_errors=True)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)

@@ -1,0 +1,342 @@
+"""The pre-training examples, built once and kept in a verified cache: text -> sentences ->
+WordPiece vocabulary -> segment pairs -> masked sequences, as flat arrays.
+
+Both twins read the same prepared folder, so they see the very same examples (and, through
+the same seeded order, in the same order). The steps (each in its own module):
+`wikipedia` (filtered articles, 1% held out) -> `sentences` (Punkt) -> `vocab` (WordPiece on
+the training sentences) -> `segments` (BERT's pairs, NotNext with no length cue) ->
+`masking` (15%: 80/10/10). Two sequence lengths, as BERT: 128 tokens for most steps and
+`LONG` (512) for the last share, so position embeddings past 128 are trained too (SQuAD
+reads 384-token windows).
+
+Arrays (`Sequences`): corrupted ids (N, T) uint16 (0 = [PAD]), length and |A| per row,
+the NSP label, and up to P masked positions with their original ids (-1 = none). The folder
+`$BERTEVAL_CACHE/pretrain/<key>` (key: every input that shapes the examples) is written
+under a temporary name and renamed when complete; `manifest.json` holds each file's
+sha256, checked before use, so a cut or altered cache is rebuilt, never trained on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import BertevalError
+from ..seeds import numpy_rng
+from . import masking, segments, sentences, vocab, wikipedia
+
+SCHEMA = 1
+SHORT = 128
+LONG = 512
+MAX_PREDICTIONS = {SHORT: 20, LONG: 80}  # BERT's max_predictions_per_seq for each length
+EVAL_SEQUENCES = 4_096  # held-out segment pairs scored at each evaluation (all at the end)
+ARRAYS = ("ids", "length", "a_len", "nsp", "mlm_pos", "mlm_tgt")
+
+
+@dataclass
+class Sequences:
+    ids: np.ndarray  # (N, T) uint16: [CLS] A [SEP] B [SEP], masked, 0-padded
+    length: np.ndarray  # (N,) int16: tokens before padding
+    a_len: np.ndarray  # (N,) int16: tokens of A (segment 0 = [CLS] A [SEP])
+    nsp: np.ndarray  # (N,) uint8: 0 IsNext, 1 NotNext
+    mlm_pos: np.ndarray  # (N, P) int16: masked positions, -1 padded
+    mlm_tgt: np.ndarray  # (N, P) uint16: original ids at those positions
+
+    def __len__(self) -> int:
+        return len(self.length)
+
+    def take(self, index) -> "Sequences":
+        return Sequences(*(getattr(self, k)[index] for k in ARRAYS))
+
+    def tokens(self) -> int:
+        return int(self.length.astype(np.int64).sum())
+
+
+class FlatDocuments:
+    """Documents (lists of sentences of ids) over one flat id array: ~85 M ids in numpy, not Python lists."""
+
+    def __init__(self, ids: np.ndarray, sentence_ends: np.ndarray, doc_ends: np.ndarray, order=None):
+        self.ids, self.sentence_ends, self.doc_ends = ids, sentence_ends, doc_ends
+        self.order = np.arange(len(doc_ends)) if order is None else np.asarray(order)
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+    def __getitem__(self, d: int) -> list[list[int]]:
+        k = int(self.order[d])
+        s0 = int(self.doc_ends[k - 1]) if k else 0
+        ends = self.sentence_ends[s0 : int(self.doc_ends[k])]
+        starts = np.concatenate([[int(self.sentence_ends[s0 - 1]) if s0 else 0], ends[:-1]])
+        return [self.ids[a:b].tolist() for a, b in zip(starts, ends)]
+
+    def tokens(self, d: int) -> int:
+        k = int(self.order[d])
+        s0 = int(self.doc_ends[k - 1]) if k else 0
+        start = int(self.sentence_ends[s0 - 1]) if s0 else 0
+        end = int(self.sentence_ends[int(self.doc_ends[k]) - 1]) if int(self.doc_ends[k]) > s0 else start
+        return end - start
+
+    def subset(self, order) -> "FlatDocuments":
+        return FlatDocuments(self.ids, self.sentence_ends, self.doc_ends, self.order[np.asarray(order)])
+
+
+def tokenize_documents(articles, splitter, tokenizer, batch: int = 50_000) -> tuple[FlatDocuments, dict]:
+    """Every article's text lines -> Punkt sentences -> WordPiece ids, flattened."""
+    t0 = time.perf_counter()
+    sents, doc_ends = [], []
+    dropped_lines = kept_lines = 0
+    for art in articles:
+        for line in art.lines:
+            if not sentences.is_text(line):
+                dropped_lines += 1
+                continue
+            kept_lines += 1
+            sents += splitter.split(line)
+        doc_ends.append(len(sents))
+    t1 = time.perf_counter()
+    backend = tokenizer.backend_tokenizer
+    chunks, lengths = [], []
+    for i in range(0, len(sents), batch):
+        for enc in backend.encode_batch(sents[i : i + batch], add_special_tokens=False):
+            chunks.append(np.asarray(enc.ids, dtype=np.uint16))
+            lengths.append(len(enc.ids))
+    ids = np.concatenate(chunks) if chunks else np.zeros(0, np.uint16)
+    docs = FlatDocuments(ids, np.cumsum(lengths).astype(np.int64), np.asarray(doc_ends, dtype=np.int64))
+    words = sum(len(s.split()) for s in sents)
+    stats = {"documents": len(articles), "text_lines": kept_lines, "dropped_short_lines": dropped_lines,
+             "sentences": len(sents), "words": words, "wordpiece_tokens": int(len(ids)),
+             "split_s": round(t1 - t0, 1), "split_words_per_s": round(words / max(1e-9, t1 - t0)),
+             "tokenize_s": round(time.perf_counter() - t1, 1)}
+    return docs, stats
+
+
+def _mask_rows(rows, tokenizer, max_predictions: int, rng, width: int) -> tuple[Sequences, dict]:
+    """Mask `rows` of (ids of [CLS] A [SEP] B [SEP], |A|, label) into arrays."""
+    rule = masking.MaskingRule(max_predictions=max_predictions)
+    random_ids = masking.replacement_ids(tokenizer)
+    cls, sep, mask = tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.mask_token_id
+    n = len(rows)
+    out = Sequences(np.zeros((n, width), np.uint16), np.zeros(n, np.int16), np.zeros(n, np.int16),
+                    np.zeros(n, np.uint8), np.full((n, max_predictions), -1, np.int16),
+                    np.zeros((n, max_predictions), np.uint16))
+    kinds = np.zeros(3, np.int64)
+    for r, (packed, a_len, label) in enumerate(rows):
+        ids = packed.astype(np.int64)
+        special = (ids == cls) | (ids == sep)
+        corrupted, labels = masking.mask_tokens(ids, ~special, rule, mask, random_ids, rng)
+        pos = np.flatnonzero(labels != masking.IGNORE)
+        out.ids[r, : len(ids)] = corrupted
+        out.length[r], out.a_len[r], out.nsp[r] = len(ids), a_len, label
+        out.mlm_pos[r, : len(pos)] = pos
+        out.mlm_tgt[r, : len(pos)] = ids[pos]
+        kinds += [int((corrupted[pos] == mask).sum()), int((corrupted[pos] == ids[pos]).sum()), len(pos)]
+    stats = {"masked_tokens": int(kinds[2]), "replaced_by_mask": int(kinds[0]), "unchanged": int(kinds[1]),
+             "replaced_by_random": int(kinds[2] - kinds[0] - kinds[1]), **rule.as_dict()}
+    return out, stats
+
+
+def build_sequences(docs: FlatDocuments, tokenizer, length: int, seed: int, streams: tuple[str, str],
+                    short_seq_prob: float = segments.SHORT_SEQ_PROB, limit: int | None = None
+                    ) -> tuple[Sequences, dict]:
+    """One pass of BERT-style pairs over `docs` (the first `limit`, in document order), labels exactly
+    50/50, masked; with the pair statistics and a length-only check of the NSP labels."""
+    rng = numpy_rng(seed, streams[0])
+    stats = segments.SegmentStats(documents=len(docs), dupe_factor=1)
+    cls, sep = tokenizer.cls_token_id, tokenizer.sep_token_id
+    rows = []  # compact while streaming: ~700 k pairs as Python ints would take gigabytes
+    for x in segments._one_pass(docs, length - 3, short_seq_prob, rng, stats, match_length=True):
+        ids, _ = segments.encode(x, cls, sep)
+        rows.append((np.asarray(ids, dtype=np.uint16), len(x.tokens_a), x.label))
+        if limit is not None and len(rows) >= limit * 1.05 + 16:  # a little spare: balancing drops a few
+            break
+    labels = np.array([r[2] for r in rows])
+    n_next = int((labels == segments.IS_NEXT).sum())
+    n_not = len(rows) - n_next
+    surplus_label = segments.NOT_NEXT if n_not > n_next else segments.IS_NEXT
+    drop = set(rng.choice(np.flatnonzero(labels == surplus_label), abs(n_not - n_next), replace=False).tolist())
+    rows = [x for k, x in enumerate(rows) if k not in drop]
+    if limit is not None and len(rows) > limit:
+        rows = _balanced_prefix(rows, limit)
+    seqs, mask_stats = _mask_rows(rows, tokenizer, MAX_PREDICTIONS.get(length, round(0.15 * length)),
+                                  numpy_rng(seed, streams[1]), length)
+    record = {"max_length": length, "short_seq_prob": short_seq_prob, "sequences": len(seqs),
+              "tokens": seqs.tokens(), "forced_not_next": stats.forced_not_next, "dropped_to_balance": len(drop),
+              "short_target": stats.short_target, "truncated": stats.truncated,
+              "is_next": int((seqs.nsp == 0).sum()), "not_next": int((seqs.nsp == 1).sum()),
+              "mean_length_by_label": {name: round(float(seqs.length[seqs.nsp == lab].mean()), 2)
+                                       for name, lab in (("IsNext", 0), ("NotNext", 1)) if (seqs.nsp == lab).any()},
+              "mean_b_length_by_label": {
+                  name: round(float((seqs.length - seqs.a_len - 3)[seqs.nsp == lab].mean()), 2)
+                  for name, lab in (("IsNext", 0), ("NotNext", 1)) if (seqs.nsp == lab).any()},
+              "length_only_nsp_accuracy": length_cue(seqs), "masking": mask_stats,
+              "sha256": sequences_sha256(seqs)}
+    return seqs, record
+
+
+def _balanced_prefix(rows, limit: int):
+    """The first rows holding limit/2 of each label, in order."""
+    want = limit // 2
+    seen = {segments.IS_NEXT: 0, segments.NOT_NEXT: 0}
+    out = []
+    for x in rows:
+        if seen[x[2]] < want:
+            seen[x[2]] += 1
+            out.append(x)
+    return out
+
+
+def length_cue(seqs: Sequences) -> float:
+    """Held-out accuracy of a logistic regression predicting the NSP label from |A| and |B| alone
+    (5-fold): 0.5 means the lengths say nothing about the label."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import cross_val_score
+
+    n = min(len(seqs), 50_000)
+    a = seqs.a_len[:n].astype(np.float64)
+    b = (seqs.length[:n] - seqs.a_len[:n] - 3).astype(np.float64)
+    x = np.stack([a, b, a * b / 128.0, np.abs(a - b)], axis=1)
+    if len(set(seqs.nsp[:n].tolist())) < 2 or n < 10:
+        return float("nan")
+    return round(float(cross_val_score(LogisticRegression(max_iter=1000), x, seqs.nsp[:n], cv=5).mean()), 4)
+
+
+def sequences_sha256(seqs: Sequences) -> str:
+    digest = hashlib.sha256()
+    for k in ARRAYS:
+        digest.update(np.ascontiguousarray(getattr(seqs, k)).tobytes())
+    return digest.hexdigest()
+
+
+# -- the cache folder ---------------------------------------------------------------------------------------------
+
+@dataclass
+class Prepared:
+    folder: Path
+    tokenizer: object
+    train: Sequences  # SHORT
+    train_long: Sequences  # LONG
+    heldout: Sequences  # SHORT, held-out articles
+    heldout_long: Sequences  # LONG, held-out articles
+    heldout_pairs: list[tuple[str, str, int]]  # sentence pairs of the held-out articles (berteval.pairs rules)
+    record: dict
+
+
+def cache_key(inputs: dict) -> str:
+    return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _save(folder: Path, name: str, seqs: Sequences) -> None:
+    with open(folder / f"{name}.npz", "wb") as fh:
+        np.savez(fh, **{k: getattr(seqs, k) for k in ARRAYS})
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _load(folder: Path, name: str) -> Sequences:
+    with np.load(folder / f"{name}.npz") as z:
+        return Sequences(*(z[k] for k in ARRAYS))
+
+
+def _verify(folder: Path) -> dict | None:
+    """The manifest, if every file it lists has its recorded sha256; None otherwise."""
+    manifest = folder / "manifest.json"
+    if not manifest.is_file():
+        return None
+    try:
+        meta = json.loads(manifest.read_text())
+    except ValueError:
+        return None
+    for rel, sha in meta.get("files", {}).items():
+        path = folder / rel
+        if not path.is_file() or wikipedia.file_sha256(path) != sha:
+            return None
+    return meta
+
+
+def prepare(data_dir: Path, cache_root: Path, seed: int, hyper: dict, log=print) -> Prepared:
+    """The prepared examples for `hyper` (built now, or read from a verified cache)."""
+    from transformers import AutoTokenizer
+
+    shard_sums = {p.name: wikipedia.file_sha256(p) for p in wikipedia.shards(Path(data_dir))}
+    dev_sum = wikipedia.file_sha256(Path(data_dir) / wikipedia.SQUAD_DEV) if (
+        Path(data_dir) / wikipedia.SQUAD_DEV).is_file() else None
+    inputs = {"schema": SCHEMA, "seed": seed, "shards": shard_sums, "squad_dev": dev_sum,
+              **{k: hyper[k] for k in ("vocab_size", "short_seq_prob", "long_sequences", "limit_articles")}}
+    folder = cache_root / "pretrain" / cache_key(inputs)
+    meta = _verify(folder)
+    if meta is None:
+        if folder.exists():
+            log(f"the prepared examples in {folder} do not match their manifest: building them again")
+        _build(folder, data_dir, seed, hyper, inputs, log)
+        meta = _verify(folder)
+        if meta is None:
+            raise BertevalError(f"the prepared examples in {folder} failed their own checksums right after writing: "
+                                f"is the disk full or the folder shared with another run?")
+    else:
+        log(f"prepared examples: {folder} (checksums verified)")
+    tok = AutoTokenizer.from_pretrained(str(folder / "tokenizer"), local_files_only=True)
+    pairs = [tuple(x) for x in json.loads((folder / "heldout_pairs.json").read_text())]
+    return Prepared(folder, tok, _load(folder, "train128"), _load(folder, "train512"), _load(folder, "heldout128"),
+                    _load(folder, "heldout512"), pairs, meta["record"])
+
+
+def _build(folder: Path, data_dir: Path, seed: int, hyper: dict, inputs: dict, log) -> None:
+    from .. import pairs as nsp_pairs
+
+    t0 = time.perf_counter()
+    corpus = wikipedia.load(data_dir, seed, hyper.get("limit_articles"), log=log)
+    log(f"{corpus.record['train_articles']:,} training and {len(corpus.heldout):,} held-out articles "
+        f"({len(corpus.record['excluded_squad_dev_title'])} dev titles and "
+        f"{corpus.record['excluded_nsp_dev_sentence']['articles']} articles with an NSP dev sentence removed)")
+    text_lines = [line for a in corpus.train for line in a.lines if sentences.is_text(line)]
+    splitter = sentences.train(text_lines[: sentences.TRAIN_LINES])
+    sample = text_lines[:: max(1, len(text_lines) // 3000)][:3000]
+    splitter.record["agreement_with_pysbd"] = sentences.agreement_with_pysbd(splitter, sample)
+    log(f"sentences: {splitter.record['agreement_with_pysbd']}")
+    tokenizer, vocab_record = vocab.train(text_lines, hyper["vocab_size"])
+    log(f"vocabulary: {vocab_record['vocab_size']:,} WordPiece tokens in {vocab_record['train_s']} s")
+    docs, doc_stats = tokenize_documents(corpus.train, splitter, tokenizer)
+    log(f"training text: {doc_stats}")
+    held_docs, held_stats = tokenize_documents(corpus.heldout, splitter, tokenizer)
+    train128, rec128 = build_sequences(docs, tokenizer, SHORT, seed, ("segments", "masking"),
+                                       hyper["short_seq_prob"])
+    log(f"{SHORT}-token sequences: {rec128['sequences']:,} ({rec128['tokens']:,} tokens); length-only NSP "
+        f"accuracy {rec128['length_only_nsp_accuracy']}")
+    order = numpy_rng(seed, "long_segments").permutation(len(docs))
+    train512, rec512 = build_sequences(docs.subset(order), tokenizer, LONG, seed, ("long_segments", "long_masking"),
+                                       hyper["short_seq_prob"], limit=hyper["long_sequences"])
+    held128, hrec128 = build_sequences(held_docs, tokenizer, SHORT, seed + 1, ("segments", "eval_masking"),
+                                       hyper["short_seq_prob"])
+    held512, hrec512 = build_sequences(held_docs, tokenizer, LONG, seed + 1, ("long_segments", "eval_masking"),
+                                       hyper["short_seq_prob"])
+    held_articles = [nsp_pairs.Article(a.title, tuple(x for x in a.lines if sentences.is_text(x)))
+                     for a in corpus.heldout]
+    held_pairs, pair_stats = nsp_pairs.build_pairs(held_articles, seed)
+    record = {"text": corpus.record, "sentences": splitter.record, "vocabulary": vocab_record,
+              "documents": {"train": doc_stats, "heldout": held_stats},
+              "sequences": {"train128": rec128, "train512": rec512, "heldout128": hrec128, "heldout512": hrec512},
+              "heldout_sentence_pairs": {**pair_stats.as_dict(), "rules": "berteval.pairs (as the NSP dev pairs: "
+                                         "pysbd sentences of one paragraph, NotNext from another article)",
+                                         "seed": seed},
+              "prepare_s": None}
+    tmp = folder.with_name(folder.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    tokenizer.save_pretrained(str(tmp / "tokenizer"))
+    for name, seqs in (("train128", train128), ("train512", train512), ("heldout128", held128),
+                       ("heldout512", held512)):
+        _save(tmp, name, seqs)
+    (tmp / "heldout_pairs.json").write_text(json.dumps([[p.a, p.b, p.label] for p in held_pairs]))
+    record["prepare_s"] = round(time.perf_counter() - t0, 1)
+    files = {str(p.relative_to(tmp)): wikipedia.file_sha256(p) for p in sorted(tmp.rglob("*")) if p.is_file()}
+    (tmp / "manifest.json").write_text(json.dumps({"inputs": inputs, "files": files, "record": record}, indent=1))
+    shutil.rmtree(folder, ignore_errors=True)
+    os.replace(tmp, folder)
+    log(f"prepared in {record['prepare_s']} s: {folder}")

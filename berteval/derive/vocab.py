@@ -1,0 +1,47 @@
+"""An uncased WordPiece vocabulary trained on the pre-training text, saved as BERT's tokenizer.
+
+BERT's uncased vocabulary (Devlin et al. 2019, Section 3; Wu et al. 2016 for WordPiece) is
+learned from its pre-training corpus; the twins learn theirs from their own training
+articles (never from held-out or dev text) with the `tokenizers` library's WordPiece
+trainer behind BERT's normaliser (lower-casing, accent stripping, Chinese characters split)
+and pre-tokeniser (whitespace and punctuation). `VOCAB_SIZE` = 8,192 rather than BERT's
+30,522, for two reasons: the word-embedding table is one tensor, and a committed file must
+stay under 9 MB (a Space refuses larger files without LFS), so at hidden 256 in fp32 it can
+hold at most ~8,800 rows (8,192 x 256 x 4 bytes = 8.4 MB); and with ~30-40 M training tokens
+a smaller vocabulary gives each piece more occurrences to learn from. The result is a
+`BertTokenizerFast` (transformers' BERT tokenizer), so any transformers user loads it with
+`AutoTokenizer`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from typing import Iterable
+
+VOCAB_SIZE = 8_192
+SPECIAL = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")  # ids 0-4, as BERT's files order them first
+MIN_FREQUENCY = 2
+LIMIT_ALPHABET = 1_000  # characters kept as single pieces (BERT keeps a few thousand; most are rare scripts)
+
+
+def train(lines: Iterable[str], vocab_size: int = VOCAB_SIZE):
+    """(BertTokenizerFast, record) trained on `lines`."""
+    import tokenizers
+    from tokenizers import BertWordPieceTokenizer
+    from transformers import BertTokenizerFast
+
+    t0 = time.perf_counter()
+    wp = BertWordPieceTokenizer(lowercase=True, strip_accents=None, clean_text=True, handle_chinese_chars=True)
+    wp.train_from_iterator(lines, vocab_size=vocab_size, min_frequency=MIN_FREQUENCY, limit_alphabet=LIMIT_ALPHABET,
+                           special_tokens=list(SPECIAL), show_progress=False)
+    vocab = wp.get_vocab()
+    ordered = sorted(vocab, key=vocab.get)
+    tokenizer = BertTokenizerFast(vocab={t: i for i, t in enumerate(ordered)}, do_lower_case=True)
+    record = {"trainer": f"tokenizers=={tokenizers.__version__} WordPiece (BertWordPieceTokenizer: lower-case, "
+                         f"accents stripped, Chinese characters split)",
+              "vocab_size": len(ordered), "requested_vocab_size": vocab_size, "min_frequency": MIN_FREQUENCY,
+              "limit_alphabet": LIMIT_ALPHABET, "special_tokens": list(SPECIAL),
+              "vocab_sha256": hashlib.sha256("\n".join(ordered).encode()).hexdigest(),
+              "train_s": round(time.perf_counter() - t0, 1)}
+    return tokenizer, record
