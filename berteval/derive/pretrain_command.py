@@ -79,12 +79,15 @@ def hyperparameters(args) -> dict:
     return hyper
 
 
-def _checkpoint_path(args, name: str, hyper: dict, prepared_key: str) -> Path:
+def _checkpoint_path(args, name: str, hyper: dict, prepared_key: str, device) -> Path:
     from .. import config
     from . import pretrain_data
 
-    key = pretrain_data.cache_key({"name": name, "seed": args.seed, "dtype": args.dtype, "hyper": hyper,
-                                   "examples": prepared_key})
+    # How often the run evaluates or checkpoints does not change its weights: not part of the key, so a
+    # tuning run's prefix can be continued with other intervals.
+    weights = {k: v for k, v in hyper.items() if k not in ("eval_every", "checkpoint_every")}
+    key = pretrain_data.cache_key({"name": name, "seed": args.seed, "dtype": args.dtype, "hyper": weights,
+                                   "examples": prepared_key, "device": str(device)})
     root = Path(args.checkpoint_dir) if args.checkpoint_dir else config.cache_dir() / "checkpoints" / "pretrain"
     root.mkdir(parents=True, exist_ok=True)
     return root / f"{name}-{key}.pt"
@@ -122,7 +125,7 @@ def command(args) -> int:
     if plan["long_steps"] * plan["long_batch"] > len(prepared.train_long) * 4:
         raise BertevalError(f"{plan['long_steps']} long steps of {plan['long_batch']} need more long sequences "
                             f"than the {len(prepared.train_long)} prepared: raise --long-sequences")
-    checkpoint = _checkpoint_path(args, args.name, hyper, prepared.folder.name)
+    checkpoint = _checkpoint_path(args, args.name, hyper, prepared.folder.name, device.type)
     progress = checkpoint.with_suffix(".evals.jsonl")
     log(f"{args.name}: {plan['steps']} steps ({plan['short_steps']} x {plan['short_batch']} x 128 tokens, "
         f"{plan['long_steps']} x {plan['long_batch']} x 512), device {device}, {torch.get_num_threads()} thread(s); "
