@@ -28,7 +28,7 @@ import pandas as pd  # noqa: E402
 import torch  # noqa: E402
 
 import leaderboard  # noqa: E402
-from berteval import precision, serve  # noqa: E402
+from berteval import markup, precision, serve  # noqa: E402
 from berteval.errors import BertevalError  # noqa: E402
 from berteval.qa import DEFAULTS as QA  # noqa: E402
 from leaderboard import logits  # noqa: E402
@@ -109,22 +109,29 @@ EXAMPLES = {
 
 
 def _status(message: str = ""):
-    """The tab's message box: shown with the message, hidden when there is none."""
-    return gr.update(value=message, visible=bool(message))
+    """The tab's message box: shown with the message, hidden when there is none. The message may echo what a
+    visitor typed: rendered safe (no HTML, no links) and with no server path in it."""
+    return gr.update(value=markup.safe_markdown(markup.redact_paths(message)), visible=bool(message))
 
 
-def _shown(*empty):
-    """Run a handler; on failure show each output's `empty` value and the reason in the message box (the last output)."""
+def _shown(*empty, md: tuple[int, ...] = ()):
+    """Run a handler; on failure show each output's `empty` value and the reason in the message box (the last
+    output). Outputs at the positions `md` are Markdown holding untrusted text: rendered through
+    `markup.safe_markdown`. An unexpected error shows a fixed sentence (its text and traceback go to the log)."""
     def wrap(fn):
         @functools.wraps(fn)
         def run(*args):
             try:
-                return (*fn(*args), _status())
+                out = list(fn(*args))
+                for i in md:
+                    out[i] = markup.safe_markdown(markup.redact_paths(out[i]))
+                return (*out, _status())
             except BertevalError as exc:
                 message = str(exc)
-            except Exception as exc:  # noqa: BLE001: a visitor sees a message, the log keeps the traceback
+            except Exception:  # noqa: BLE001: a visitor sees a message, the log keeps the traceback
                 log.exception("handler %s failed", fn.__name__)
-                message = f"Something went wrong ({type(exc).__name__}: {exc}). The server log has the details."
+                message = "Something went wrong on the server while answering; it was logged. Try again, or " \
+                          "another input."
             return (*empty, _status(f"⚠️ {message}"))
         return run
     return wrap
@@ -143,7 +150,7 @@ def _head_line(head: serve.SentimentHead) -> str:
             f"{head.mean_dev_accuracy:.4f}), record `{head.run_id}`")
 
 
-@_shown(None, "", "")
+@_shown(None, "", "", md=(1, 2))
 def classify(model_text: str, sentence: str, pooling: str):
     name = serve.model_name(model_text)
     text = serve.check_text(sentence, "sentence")
@@ -167,7 +174,7 @@ def classify(model_text: str, sentence: str, pooling: str):
 
 # --- Answer -------------------------------------------------------------------------------------------
 
-@_shown(None, EMPTY_NBEST, None, "")
+@_shown(None, EMPTY_NBEST, None, "", md=(3,))
 def answer(model_text: str, question: str, context: str):
     name = serve.model_name(model_text)
     q = serve.check_text(question, "question")
@@ -191,7 +198,7 @@ def answer(model_text: str, question: str, context: str):
 
 # --- Next sentence ------------------------------------------------------------------------------------
 
-@_shown(None, "")
+@_shown(None, "", md=(1,))
 def next_sentence(model_text: str, a: str, b: str):
     name = serve.model_name(model_text)
     first = serve.check_text(a, "sentence")
@@ -235,7 +242,7 @@ def _inside_markdown(r) -> str:
     return "\n".join(lines)
 
 
-@_shown("")
+@_shown("", md=(0,))
 def look_inside(model_text: str, text: str):
     name = serve.model_name(model_text)
     return (_inside_markdown(serve.look_inside(name, serve.check_text(text, "sentence"))),)
@@ -274,7 +281,7 @@ def _count_line(v: dict, search: str | None) -> str:
     return f"{rows} rows shown, one per setup: {matched} records match the filters, aggregated over seeds."
 
 
-@_shown("", EMPTY_TABLE, None, *(None for _ in FIGURES))
+@_shown("", EMPTY_TABLE, None, *(None for _ in FIGURES), md=(0,))
 def board(model, task, pooling, regime, search):
     v = leaderboard.views(model=_filter(model), task=_filter(task), pooling=_filter(pooling),
                           regime=_filter(regime), search=search or None)
@@ -309,10 +316,11 @@ def board_context(model, task, pooling, regime):
         # A finding compares heads: the pooling filter does not narrow it.
         rows = leaderboard.data.filter_records(df, model=_filter(model), task=_filter(task), regime=_filter(regime))
         found = leaderboard.findings.as_markdown(leaderboard.findings.findings(rows))
-        return f"### Findings\n{found}", leaderboard.references.table(_filter(task), _filter(regime))
-    except Exception as exc:  # noqa: BLE001: the tab still shows everything else
+        return (markup.safe_markdown(f"### Findings\n{found}"),
+                leaderboard.references.table(_filter(task), _filter(regime)))
+    except Exception:  # noqa: BLE001: the tab still shows everything else
         log.exception("findings failed")
-        return f"⚠️ Findings could not be written ({type(exc).__name__}: {exc}).", EMPTY_REFS
+        return "⚠️ Findings could not be written (the server log has the reason).", EMPTY_REFS
 
 
 def board_from_url(request: gr.Request):
@@ -322,7 +330,8 @@ def board_from_url(request: gr.Request):
     if not state["shared"]:
         return (gr.skip(), *(gr.skip() for _ in leaderboard.urlstate.FILTERS), gr.skip(), False, "")
     drops = [gr.update(choices=["all", *choices[f]], value=state["filters"][f]) for f in leaderboard.urlstate.FILTERS]
-    return (gr.Tabs(selected="leaderboard"), *drops, state["search"], True, "\n\n".join(state["notes"]))
+    return (gr.Tabs(selected="leaderboard"), *drops, state["search"], True,
+            markup.safe_markdown("\n\n".join(state["notes"])))
 
 
 def board_if_shared(shared, model, task, pooling, regime, search):
@@ -350,8 +359,9 @@ def disagree(model, task, regime, seed, head_a, head_b):
         folder = data_dir(None)
     except BertevalError:
         folder = None
-    return leaderboard.disagreements.view(df, _filter(task), _filter(model), _filter(regime), seed, head_a, head_b,
-                                          data_dir=folder, limit=25)
+    summary, table = leaderboard.disagreements.view(df, _filter(task), _filter(model), _filter(regime), seed, head_a,
+                                                    head_b, data_dir=folder, limit=25)
+    return markup.safe_markdown(markup.redact_paths(summary)), table.map(markup.neutral)
 
 
 # --- The page -----------------------------------------------------------------------------------------

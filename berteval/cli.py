@@ -236,12 +236,13 @@ def _cmd_ls(args) -> int:
 
 
 def _cmd_validate(args) -> int:
-    from .records import read_records
+    from .records import read_records, record_files
 
-    recs, problems = read_records(args.files)
+    files = record_files(args.files)  # a folder: its record files, as the leaderboard reads it
+    recs, problems = read_records(files)
     for p in problems:
         print(p, file=sys.stderr)
-    print(f"{len(recs)} valid records, {len(problems)} bad lines in {len(args.files)} files")
+    print(f"{len(recs)} valid records, {len(problems)} bad lines in {len(files)} files")
     return 1 if problems else 0
 
 
@@ -335,6 +336,10 @@ def main(argv: list[str] | None = None) -> int:
         return COMMANDS[args.verb](args)
     except BertevalError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # the environment (a full disk, a read-only or missing file): one line naming it
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        print(f"error: {where}{exc.strerror or exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted: records written so far are kept; rerun the same command to resume", file=sys.stderr)

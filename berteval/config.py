@@ -43,7 +43,13 @@ def cache_dir() -> Path:
     else:
         base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
         path = Path(base) / "berteval"
-    path.mkdir(parents=True, exist_ok=True)
+    if path.exists() and not path.is_dir():
+        raise BertevalError(f"the cache folder {path} is a file: point {CACHE_ENV} at a folder (or remove the file)")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise BertevalError(f"cannot make the cache folder {path}: {exc.strerror or exc}; set {CACHE_ENV} to a "
+                            f"writable folder") from exc
     return path
 
 

@@ -226,7 +226,7 @@ def _compare_squad(task, a, b, pa, pb, split, note) -> Disagreement:
 
 
 def _read_predictions(store: Store, rec: RunRecord) -> dict:
-    path = store.root / rec.predictions_file if rec.predictions_file else None
+    path = store.inside(rec.predictions_file) if rec.predictions_file else None
     if path is None or not path.is_file():
         raise BertevalError(f"record {rec.run_id} has no predictions file under {store.root} "
                             f"({rec.predictions_file or 'none recorded'})")

@@ -21,7 +21,7 @@ import yaml
 from . import lookup
 from .records import RunRecord, read_records
 from .stats import summarise
-from .store import Store
+from .store import Store, write_atomic
 
 # How each task appears on a model card: the hub's task type, and the dataset as the hub names it.
 CARD = {
@@ -113,7 +113,7 @@ def command(args) -> int:
     index = model_index(args.model, records, args.source_url, _shown(store.root))
     text = to_yaml(index)
     if args.out:
-        Path(args.out).write_text(text, encoding="utf-8")
+        write_atomic(Path(args.out), text.encode("utf-8"))  # a cut write keeps the old file, and says so
         n = len(index[0]["results"])
         print(f"wrote {args.out}: model-index of {index[0]['name']}, {n} result(s)")
     else:

@@ -93,11 +93,15 @@ def _locked(folder: Path):
 
 def _write_atomic(path: Path, data: bytes) -> None:
     tmp = path.with_name(f".{path.name}.{HOST}.{os.getpid()}{TEMP_SUFFIX}")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)  # a reader sees the old file or the new one, never half of one
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)  # a reader sees the old file or the new one, never half of one
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # a full disk or a file-size limit leaves no half temporary behind
+        raise
 
 
 def _npy_bytes(arr: np.ndarray) -> bytes:
@@ -296,11 +300,19 @@ def encode(
     wall = time.perf_counter() - t0
 
     if use_cache:
-        with _locked(folder):
-            for (p, layer), arr in out.items():
-                _store(folder, f"{p}@{layer}", key, arr)
-            meta = {"model": model.model_id, "revision": model.revision, "data_sha256": data_sha256,
-                    "max_length": max_length, "dtype": dtype, "n": len(texts), "last_encode_wall_s": round(wall, 3)}
-            _write_atomic(folder / "meta.json", json.dumps(meta, indent=1).encode())
+        try:
+            with _locked(folder):
+                for (p, layer), arr in out.items():
+                    _store(folder, f"{p}@{layer}", key, arr)
+                meta = {"model": model.model_id, "revision": model.revision, "data_sha256": data_sha256,
+                        "max_length": max_length, "dtype": dtype, "n": len(texts),
+                        "last_encode_wall_s": round(wall, 3)}
+                _write_atomic(folder / "meta.json", json.dumps(meta, indent=1).encode())
+        except OSError as exc:
+            # The cache only saves time: the vectors are computed and the run goes on, uncached, saying why.
+            note = (f"the feature cache could not be written ({exc.strerror or exc}: "
+                    f"{exc.filename or folder}); these vectors will be encoded again next time")
+            log.warning(note)
+            repaired.append(note)
     vectors.update(out)
     return EncodeResult(vectors, len(texts), wall, folder, repaired)

@@ -46,3 +46,24 @@ def offline():
     finally:
         for (mod, name), value in zip(switched, before):
             setattr(mod, name, value)
+
+
+# What a model needs from a hub repository: configs, vocabularies, weights as safetensors (a repository
+# that has only pytorch_model.bin gets it in a second pass). Not TF, Flax or ONNX copies.
+MODEL_FILES = ("*.json", "*.txt", "*.model", "*.safetensors")
+
+
+def model_snapshot(repo_id: str, revision: str | None = None, local_only: bool = False):
+    """The local folder of `repo_id`'s files in the hub cache (downloaded unless `local_only`). A hub id is
+    resolved here, never by transformers, which would read a folder of the working directory that happens to
+    share the id's name. Raises huggingface_hub's errors (not cached offline, no such repository)."""
+    from pathlib import Path
+
+    from huggingface_hub import snapshot_download
+
+    path = Path(snapshot_download(repo_id, revision=revision, allow_patterns=list(MODEL_FILES),
+                                  local_files_only=local_only))
+    if not any(path.glob("*.safetensors")):
+        path = Path(snapshot_download(repo_id, revision=revision, allow_patterns=[*MODEL_FILES, "pytorch_model.bin"],
+                                      local_files_only=local_only))
+    return path

@@ -1,32 +1,19 @@
 """How a model runs in a compute dtype: frozen inference on bf16 weights, training in mixed precision.
 
-`--dtype` names the compute dtype; what it does depends on whether the weights are trained:
-- fp32 (the default): the module as loaded, unchanged, bit for bit what berteval always computed.
-- bf16, frozen inference (`FROZEN`): a copy of the module with its weights cast to bf16, made once
-  per module and reused (`bf16_copy`); inputs as usual; callers hand outputs back as float32. The
-  probe's features and token states, the per-token SQuAD probe's states, a checkpoint's own NSP
-  or QA head, a served or committed QA model and the bench run this way. Why not autocast:
-  autocast keeps fp32 weights and re-casts every weight on every matmul; a 1-thread check on an
-  AMD EPYC (Zen 4: AVX512-BF16, no AMX; all-MiniLM-L6-v2, batch 32 x 20 tokens) ran fp32 at 120-155
-  sentences/s, autocast at 196-258 and bf16 weights at 257-331 (lowest CLS cosine vs fp32:
-  autocast 0.999993, bf16 weights 0.999975). The fp32 original is never touched, so anything
-  that later trains it still has fp32 weights.
-- bf16, training (`MIXED`): autocast over fp32 master weights (accelerate's mixed precision), and
-  the evaluation a training regime runs right after training uses the same autocast, so the
-  records of models trained in bf16 keep reproducing.
-
-A bf16 run on the frozen path names itself in its run identity and feature-cache key
-(`identity`: `"bf16": "weights"`, present only when the dtype is bf16), so its results never
-pass for the autocast ones written before; every fp32 run id and cache key stays as it was.
-
-Attention: the copy keeps the model's attention implementation. For the default model that is
-"sdpa", which on CPU dispatches to PyTorch's fused flash-attention kernel in fp32 and in bf16
-(checked on the same CPU, 1 thread, niced beside another job, so ratios only: 4 x 384 tokens x 12
-heads of 32 with a padding mask, flash 16 ms in bf16 against the math kernel's 41-59 ms; through
-the whole bf16 copy, "eager" attention ran windows no faster than "sdpa" and sentences slower), so
-nothing is switched.
-
-Torch-free at import: the regimes name these paths in run identities before anything is loaded.
+`--dtype fp32` (the default) runs the module as loaded, unchanged, bit for bit what berteval always
+computed. `--dtype bf16` on a frozen model (`FROZEN`: the probe's features and token states, the
+per-token SQuAD probe's states, a checkpoint's own NSP or QA head, a served or committed QA model,
+the bench) runs a copy of the module with its weights cast to bf16, made once per module and reused
+(`bf16_copy`), outputs handed back as float32 and the fp32 original never touched; a model being
+trained (`MIXED`) runs autocast over fp32 master weights (accelerate's mixed precision), and so does
+the evaluation right after training, so the records of models trained in bf16 keep reproducing.
+Only the frozen bf16 path names itself in run identities and feature-cache keys (`identity`:
+`"bf16": "weights"`), so its results never pass for the autocast ones written before; every fp32 run
+id and cache key stays as it was. The copy keeps the model's attention implementation ("sdpa" for
+the default model: PyTorch's fused CPU flash-attention kernel in fp32 and bf16). Torch-free at
+import: the regimes name these paths in run identities before anything is loaded. Why bf16 weights
+rather than autocast, with the timings: docs/performance.md, "Why a frozen model runs on bf16
+weights, not autocast".
 """
 
 from __future__ import annotations

@@ -116,6 +116,14 @@ class Problem:
         return f"{self.path}:{self.line}: {self.message}"
 
 
+def record_files(paths: Iterable[str | os.PathLike]) -> list[Path]:
+    """The files `paths` name: a folder stands for the `*.jsonl` record files directly in it."""
+    out: list[Path] = []
+    for path in map(Path, paths):
+        out += sorted(path.glob("*.jsonl")) if path.is_dir() else [path]
+    return out
+
+
 def read_records(paths: Iterable[str | os.PathLike]) -> tuple[list[RunRecord], list[Problem]]:
     """Every valid record in the files, plus one Problem per bad line (the rest still load).
 

@@ -144,6 +144,11 @@ def run(spec: RunSpec) -> RunReport:
         ctx.report.planned.append((cell, rid, rid in done))
     if not todo or spec.plan:
         return ctx.report
+    if store_mod.is_writer():
+        ctx.store.check_writable(spec.task.name)
+        from . import config
+
+        config.cache_dir()  # a cache path that is not a folder is refused now, not after the work
     prepared = regime.prepare(ctx, [c for c, _ in todo])
     for cell, rid in todo:
         t0 = time.perf_counter()

@@ -19,6 +19,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from .config import results_root
+from .errors import BertevalError
 from .records import Problem, RunRecord, read_records
 
 
@@ -40,12 +42,60 @@ def process_count() -> int:
     return int(os.environ.get("WORLD_SIZE", "1"))
 
 
+def _write_all(fd: int, data: bytes, path: Path) -> None:
+    """Every byte of `data` to `fd`, or an error naming `path`: os.write may write less than asked (a file-size
+    limit, a full disk) and says so only in its return value."""
+    view = memoryview(data)
+    while view:
+        try:
+            n = os.write(fd, view)
+        except OSError as exc:
+            raise BertevalError(f"cannot write {path}: {exc.strerror or exc} (nothing was changed)") from exc
+        if n <= 0:
+            raise BertevalError(f"cannot write {path}: the write stopped after {len(data) - len(view)} of "
+                                f"{len(data)} bytes (disk full or a file-size limit?); nothing was changed")
+        view = view[n:]
+
+
 def write_atomic(path: Path, data: bytes) -> None:
-    """Write beside the target, then rename: a reader never sees half a file, a kill leaves the old one."""
+    """Write beside the target, fsync, then rename: a reader never sees half a file, and a write that fails
+    (or is killed) leaves the old file as it was and no temporary file behind."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            _write_all(fd, data, path)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def remove_stale_temporaries(folder: Path) -> int:
+    """Delete `.<name>.<pid>.tmp` files a killed writer left in `folder` (whose pid is gone); how many."""
+    removed = 0
+    if not folder.is_dir():
+        return 0
+    for tmp in folder.glob(".*.tmp*"):
+        m = re.search(r"\.(\d+)\.tmp", tmp.name)
+        if m and not _alive(int(m.group(1))):
+            tmp.unlink(missing_ok=True)
+            removed += 1
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return pid != 0
 
 
 def append_record(path: str | os.PathLike, record: RunRecord) -> bool:
@@ -66,8 +116,13 @@ def append_record(path: str | os.PathLike, record: RunRecord) -> bool:
         # A file whose last line was cut off would swallow this record into it: start a new line.
         if existing and not existing.endswith(b"\n"):
             data = b"\n" + data
-        os.write(fd, data)
-        os.fsync(fd)
+        before = os.fstat(fd).st_size
+        try:
+            _write_all(fd, data, path)
+            os.fsync(fd)
+        except BaseException:
+            os.ftruncate(fd, before)  # a cut line must not stay behind to be read as a bad record
+            raise
         return True
     finally:
         os.close(fd)
@@ -96,6 +151,33 @@ class Store:
         path = self.records_path(task)
         return read_records([path]) if path.is_file() else ([], [])
 
+    def check_writable(self, task: str) -> None:
+        """Before any work: the results folder, the task's records file and its side folders can be written.
+        A run that computes a cell for minutes and then cannot keep it loses it; this says so in one line
+        before anything starts."""
+        import tempfile
+
+        targets = [self.root, self.root / "predictions" / task, self.root / "heads" / task]
+        for folder in targets:
+            if folder.exists() and not folder.is_dir():
+                raise BertevalError(f"{folder} is not a folder: the results of this run go there. Move it away "
+                                    f"or pass another --out")
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+                with tempfile.NamedTemporaryFile(dir=folder, prefix=".write-check-"):
+                    pass
+            except OSError as exc:
+                raise BertevalError(f"cannot write into {folder}: {exc.strerror or exc}. Pass a writable --out "
+                                    f"(or $BERTEVAL_RESULTS)") from exc
+        # What a killed writer left (`.<name>.<pid>.tmp` of a process that is gone) goes now.
+        for folder in (*targets, self.root / "predictions" / task / "nbest"):
+            remove_stale_temporaries(folder)
+        path = self.records_path(task)
+        if path.exists() and not path.is_file():
+            raise BertevalError(f"{path} is not a file: it must be the task's records (JSON lines). Move it away")
+        if path.exists() and not os.access(path, os.W_OK):
+            raise BertevalError(f"{path} is read-only: records cannot be appended to it")
+
     def finished_ids(self, task: str) -> set[str]:
         return {r.run_id for r in self.read(task)[0]}
 
@@ -105,6 +187,17 @@ class Store:
         return append_record(self.records_path(record.task), record)
 
     # --- side files --------------------------------------------------------------------------------
+
+    def inside(self, rel: str) -> Path:
+        """The file a record names (relative to the results root), refused when it points outside the root:
+        records may come from a dataset repo, and `../../secret` or an absolute path must not be read."""
+        if not isinstance(rel, str) or not rel or "\x00" in rel:
+            raise BertevalError(f"a record names the file {rel!r}: not a path inside the results folder")
+        root = self.root.resolve()
+        path = (root / rel).resolve()
+        if Path(rel).is_absolute() or not path.is_relative_to(root):
+            raise BertevalError(f"a record names {rel!r}, outside its results folder: refused")
+        return path
 
     def write_json(self, rel: str, obj: Any) -> str:
         if is_writer():
@@ -117,11 +210,11 @@ class Store:
     def save_head(self, task: str, run_id: str, arrays: dict[str, np.ndarray]) -> str:
         rel = f"heads/{task}/{run_id}.npz"
         if is_writer():
-            path = self.root / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp.npz")
-            np.savez(tmp, **arrays)
-            os.replace(tmp, path)
+            import io
+
+            buffer = io.BytesIO()
+            np.savez(buffer, **arrays)
+            write_atomic(self.root / rel, buffer.getvalue())
         return rel
 
     def adapter_dir(self, task: str, run_id: str) -> str:
@@ -131,7 +224,10 @@ class Store:
 
     def correct(self, record: RunRecord) -> np.ndarray | None:
         """Per-example correctness from a record's predictions file (classification tasks)."""
-        path = self.root / record.predictions_file if record.predictions_file else None
+        try:
+            path = self.inside(record.predictions_file) if record.predictions_file else None
+        except BertevalError:
+            return None
         if path is None or not path.is_file():
             return None
         data = json.loads(path.read_text())
@@ -168,7 +264,7 @@ class Store:
                   if r.model == model_id and r.model_revision == revision and r.task_version == version
                   and r.regime == regime and (pooling is None or r.pooling == pooling)
                   and (layer is None or r.layer == layer)
-                  and r.config.get(artifact) and (self.root / r.config[artifact]).exists()]
+                  and r.config.get(artifact) and self.has_file(r.config[artifact])]
         if not usable:
             return None
         from . import stats
@@ -179,4 +275,10 @@ class Store:
         mean = lambda rs: stats.summarise(r.main_value for r in rs).mean  # noqa: E731
         chosen = max(groups.values(), key=lambda rs: (rs[0].n_train, mean(rs)))
         best = min(chosen, key=lambda r: (-r.main_value, r.seed, r.run_id))
-        return Committed(best, self.root / best.config[artifact], mean(chosen), len(chosen))
+        return Committed(best, self.inside(best.config[artifact]), mean(chosen), len(chosen))
+
+    def has_file(self, rel) -> bool:
+        try:
+            return self.inside(rel).exists()
+        except BertevalError:
+            return False

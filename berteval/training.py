@@ -54,7 +54,7 @@ class TrainConfig:
 @dataclass
 class TrainResult:
     steps: int
-    losses: list[float] = field(default_factory=list)  # per step, this process only
+    losses: list[float] = field(default_factory=list)  # per step, the whole run (restored on resume)
     wall_s: float = 0.0
     resumed_from_step: int = 0
     examples_seen: int = 0
@@ -254,6 +254,10 @@ def _resume(accelerator, cfg: TrainConfig) -> TrainResult:
         saved = json.loads(pfile.read_text())
         result.resumed_from_step = saved["step"]
         result.epoch_scores, result.best_epoch = saved.get("epoch_scores", []), saved.get("best_epoch")
+        # The counters of the steps before the kill travel with the checkpoint: a resumed run's record says
+        # what the whole run saw (its first loss, every example), not only what this process did.
+        result.losses = list(saved.get("losses", []))
+        result.examples_seen = int(saved.get("examples_seen", 0))
     return result
 
 
@@ -273,7 +277,8 @@ def _checkpoint(accelerator, cfg: TrainConfig, step: int, result: TrainResult) -
         os.replace(tmp, final)
         shutil.rmtree(old, ignore_errors=True)
         _progress_file(cfg).write_text(json.dumps({"step": step, "epoch_scores": result.epoch_scores,
-                                                   "best_epoch": result.best_epoch}))
+                                                   "best_epoch": result.best_epoch, "losses": result.losses,
+                                                   "examples_seen": result.examples_seen}))
     accelerator.wait_for_everyone()
 
 
@@ -287,7 +292,7 @@ def lean_heap() -> bool:
     time such a block is freed, after which blocks of up to 32 MiB come from the heap and stay there: a
     length-grouped fine-tune changes batch shape every step, the freed blocks of one shape do not fit the
     next, and the heap grows step after step (8 LoRA steps of 64-384-token batches: 2,554 MB peak by default,
-    1,837 MB with the threshold fixed; a whole SQuAD fine-tune: README, Performance). Allocation only: the
+    1,837 MB with the threshold fixed; a whole SQuAD fine-tune: docs/performance.md). Allocation only: the
     numbers computed are the same. False where the C library is not glibc (nothing changed)."""
     import ctypes
 

@@ -18,7 +18,7 @@ from typing import Iterable
 
 import pandas as pd
 
-from berteval import lookup
+from berteval import lookup, markup
 from berteval.config import DEFAULT_RESULTS, results_root
 from berteval.pooling import POOLINGS
 from berteval.records import Problem, RunRecord, read_records
@@ -88,7 +88,9 @@ def _row(rec: RunRecord, file: str) -> dict:
     # One column per metric as well, so "f1" and "exact_match" can be sorted and exported.
     row.update({f"metric_{name}": float(v) for name, v in rec.metrics.items()})
     row.update({f"version_{name}": str(v) for name, v in rec.versions.items()})
-    return row
+    # Records may come from a dataset repo: untrusted. No field may form an HTML tag in a figure or a page
+    # (berteval.markup.neutral: '<' and '>' become look-alikes; real ids and names never hold them).
+    return {k: (v if k == "file" else markup.neutral(v)) for k, v in row.items()}
 
 
 def frame(rows: list[dict]) -> pd.DataFrame:

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from berteval import markup
+
 from . import bands, data
 
 FILTERS = ("model", "task", "pooling", "regime")
@@ -75,7 +77,12 @@ def choices(df: pd.DataFrame) -> dict[str, list[str]]:
 
 def to_csv(table: pd.DataFrame, path: str | os.PathLike | None = None) -> str:
     """The table as CSV text; also written to `path` when one is given (e.g. for a download button)."""
-    text = table.to_csv(index=False)
+    # A cell a spreadsheet would run as a formula (a model named =HYPERLINK(...)) is written as text.
+    safe = table.copy()
+    for col in safe.columns:
+        if safe[col].dtype == object or pd.api.types.is_string_dtype(safe[col]):
+            safe[col] = safe[col].map(markup.csv_cell)
+    text = safe.to_csv(index=False)
     if path is not None:
         Path(path).write_text(text, encoding="utf-8")
     return text

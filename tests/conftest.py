@@ -19,6 +19,13 @@ import torch
 REPO = Path(__file__).resolve().parent.parent
 SHARED_DATA = REPO.parent / "shared" / "data"
 
+
+def docs_text() -> str:
+    """README.md and every page under docs/, one text: what the tests that quote the documentation read
+    (README.md is the front door; the findings, CLI, performance and reliability pages live in docs/)."""
+    pages = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+    return "\n".join(page.read_text(encoding="utf-8") for page in pages)
+
 WORDS = ["good", "great", "fine", "bad", "awful", "poor", "movie", "film", "plot", "the", "a", "is", "was",
          "very", "not", "and", "it", "story", "acting", "fun", "dull", "sun", "rain", "cat", "dog", "."]
 POSITIVE, NEGATIVE = ["good", "great", "fine", "fun"], ["bad", "awful", "poor", "dull"]

@@ -1,6 +1,6 @@
 """The Answer tab's promises: one n-best entry per answer text, the head that answers named with its
 estimate (the k-fold demo head before an official-protocol adapter), a checkpoint's own QA head, the
-Encoder box's hub suggestions, and one context limit said alike by the page and the README."""
+Encoder box's hub suggestions, and one context limit said alike by the page and the docs."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from berteval.qa import DEFAULTS, kfold
 from berteval.qa.decode import best_spans
 from berteval.serve import qa as serve_qa
 from berteval.store import Store
-from conftest import REPO
+from conftest import REPO, docs_text
 
 # --- one entry per answer ----------------------------------------------------------------------
 
@@ -110,7 +110,7 @@ def test_the_kfold_demo_head_is_served_before_the_official_adapter_and_named_wit
     assert serve_qa.served_record(store).run_id == "official"
 
 
-def test_a_checkpoint_with_its_own_qa_head_answers_in_the_tab(tmp_path):
+def test_a_checkpoint_with_its_own_qa_head_answers_in_the_tab(tmp_path, monkeypatch):
     pytest.importorskip("gradio")
     from transformers import BertForQuestionAnswering
 
@@ -124,6 +124,8 @@ def test_a_checkpoint_with_its_own_qa_head_answers_in_the_tab(tmp_path):
     BertForQuestionAnswering(tiny_config()).save_pretrained(folder)
     _tokenizer(folder).save_pretrained(folder)
     context = " ".join(["the cat was very fun and the dog was dull ."] * 8)
+    # A local folder stands in for a hub SQuAD checkpoint: the operator's allow-list lets the page load it.
+    monkeypatch.setenv("BERTEVAL_APP_MODELS", str(folder))
     highlighted, nbest, fig, about, box = app.answer(str(folder), "what was fun ?", context)
     assert not box.get("visible") and "pretrained QA head of" in about
     assert nbest["answer"].is_unique  # the repeated sentence: each answer text once
@@ -190,7 +192,7 @@ def test_the_page_and_the_readme_state_the_same_limits_and_queue():
     import app
 
     limit = serve.LIMITS["context"]
-    readme = (REPO / "README.md").read_text()
+    readme = docs_text()  # README.md and docs/ (the app page states the limits)
     assert f"{limit:,}" in app.QA_LIMITS and f"context {limit:,}" in app.SERVING
     assert f"contexts up to {limit:,} characters" in readme.lower()
     assert "20,000-character context is cut" not in readme  # the old claim the app never honoured

@@ -75,7 +75,7 @@ def test_a_refusal_by_the_app_itself_is_a_result_with_its_message(url):
 
 def test_sessions_kept_in_memory_are_bounded(served):
     """Every API call is a new Gradio session, and Gradio keeps each session's copy of the page config
-    (10,000 by default: the server grew ~0.3 MB per request, see README's Reliability section)."""
+    (10,000 by default: the server grew ~0.3 MB per request, see docs/reliability.md)."""
     page, url = served
     before = len(page.state_holder.session_data)
     for _ in range(3):

@@ -34,6 +34,7 @@ except ImportError:  # pragma: no cover - depends on the machine
     sync_playwright = None
 
 pytestmark = [
+    pytest.mark.e2e,  # the page in a real browser: -m "not e2e" leaves these out
     pytest.mark.skipif(not CHROMIUM.is_file(), reason=f"{CHROMIUM} is missing: apt-get install -y chromium"),
     pytest.mark.skipif(sync_playwright is None, reason="playwright is not installed: pip install -r requirements.txt"),
 ]
@@ -261,5 +262,30 @@ def test_a_shared_leaderboard_url_opens_on_its_filtered_view(browser, app_url):
         expect(table.get_by_role("gridcell", name="mean", exact=True).first).to_be_visible()
         pg.wait_for_function("() => new URL(window.location.href).searchParams.get('pooling') === 'mean'")
         assert "task=nsp" in pg.url and "regime=probe" in pg.url and "tab=leaderboard" in pg.url
+    finally:
+        pg.close()
+
+
+PHISH = ('<img src="http://other-host/pixel"> <a href="http://other-host/phish">Session expired: click here to sign '
+         'in again</a> <form action="http://other-host/f"><input name=password></form> [or here](http://other-host/x)')
+
+
+def test_a_shared_link_with_html_renders_it_as_text(browser, app_url):
+    """The payload of a phishing link (an image fetched on load, a link, a password form) shows as plain text in
+    the Leaderboard tab: no element of it reaches the page, and nothing is requested from the other host."""
+    from urllib.parse import quote, urlparse
+
+    pg = browser.new_page(viewport={"width": 1280, "height": 900})
+    pg.set_default_timeout(RESULT_MS)
+    asked = []
+    pg.on("request", lambda r: asked.append(r.url) if urlparse(r.url).hostname == "other-host" else None)
+    try:
+        pg.goto(app_url + "?tab=leaderboard&q=" + quote(PHISH))
+        expect(pg.locator("#board-summary")).to_contain_text("Session expired", timeout=RESULT_MS)
+        for selector in ('img[src*="other-host"]', 'a[href*="other-host"]', 'form[action*="other-host"]',
+                         'input[name="password"]'):
+            assert pg.locator(selector).count() == 0, selector
+        assert not asked, asked
+        _screenshot(pg, "leaderboard_payload")
     finally:
         pg.close()

@@ -63,7 +63,7 @@ def test_committed_default_heads_cover_the_three_vectors():
     heads = sentiment.committed_heads(models.load("default"))
     assert {"cls", "pooler", "mean"} <= set(heads)
     assert all(h.n_seeds >= 3 and 0.7 < h.dev_accuracy < 0.9 for h in heads.values())
-    assert heads["mean"].dev_accuracy > heads["cls"].dev_accuracy  # the README's finding, per chosen seed too
+    assert heads["mean"].dev_accuracy > heads["cls"].dev_accuracy  # docs/findings/sst2-probe.md's finding, per chosen seed too
 
 
 @pytest.mark.parametrize("kind", ["pretraining", "base"])
@@ -103,7 +103,7 @@ def test_input_limits():
     with pytest.raises(BertevalError, match=r"1,001 characters; the limit is 1,000"):
         serve.check_text("x" * 1001, "sentence")
     assert serve.model_name("") == serve.model_name(None) == models.DEFAULT
-    assert serve.model_name(" bert-base-uncased ") == "bert-base-uncased"
+    assert serve.model_name(" bert-base-uncased ") == "hub:bert-base-uncased"  # a hub id, never a local folder
 
 
 def test_a_missing_model_is_a_message_not_a_crash(tmp_path):

@@ -18,7 +18,7 @@ from huggingface_hub.repocard_data import model_index_to_eval_results
 from berteval import disagree, export, lookup
 from berteval.errors import BertevalError
 from berteval.store import Store
-from conftest import REPO, SHARED_DATA
+from conftest import REPO, SHARED_DATA, docs_text
 
 STORE = Store()
 
@@ -100,13 +100,13 @@ def test_disagree_command_prints_the_counts_line_then_one_line_per_example():
                 "--results", str(STORE.root), env={**__import__("os").environ, "BERTEVAL_DATA": ""})
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    # The counts the record's McNemar test holds (the README quotes them: `python -m berteval disagree`).
+    # The counts the record's McNemar test holds (docs/leaderboard.md quotes them: `python -m berteval disagree`).
     recs = STORE.read("sst2")[0]
     mean = disagree.find(recs, "default", "mean", -1, 0, "probe")
     test = next(t for t in mean.paired_tests if t["other"]["pooling"] == "cls" and t["other"]["layer"] == -1)
     won, lost = test["n_only_self_correct"], test["n_only_other_correct"]
     assert lines[0] == f"{won + lost} disagreements: mean right cls wrong {won}, cls right mean wrong {lost}"
-    assert f"# {lines[0]}" in (Path(__file__).parents[1] / "README.md").read_text()
+    assert f"# {lines[0]}" in docs_text()
     assert len(lines) == 1 + won + lost
     assert all("\tgold " in line and "\tmean: " in line and "\tcls: " in line for line in lines[1:])
     assert "--data-dir" in proc.stderr  # without data, it says how to see the texts

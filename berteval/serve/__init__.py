@@ -42,10 +42,43 @@ def check_text(text: str | None, field: str, required: bool = True) -> str:
     return text
 
 
+# The operator's allow-list of local model folders the page may load (comma-separated, exactly as a visitor
+# types them). Empty by default: on a public page a visitor names offline models and hub ids only.
+ALLOWED_FOLDERS_ENV = "BERTEVAL_APP_MODELS"
+REFUSED_MODEL = ("This page loads the encoders in the list and Hugging Face model ids (owner/name, e.g. "
+                 "bert-base-uncased); it does not read folders on the server. Pick one from the list or type a hub id.")
+
+
 def offline_models() -> list[str]:
-    """The models the page can use with no hub: the embedded default and the encoders derived from it
-    whose records are committed (`default+nsp-pooler`, `default+mlm-nsp`, `default+random`)."""
-    return [models.DEFAULT, *models.derived.offline_names()]
+    """The models the page can use with no hub: the embedded default, the encoders derived from it whose
+    records are committed (`default+nsp-pooler`, `default+mlm-nsp`, `default+random`) and the BERTs pre-trained
+    here (`wiki-bert-mini`, `wiki-bert-mini-nonsp`) once their checkpoints are committed."""
+    twins = [n for n in models.pretrained.PRETRAINED
+             if (models.pretrained.folder(n) / models.pretrained.RECORD).is_file()]
+    return [models.DEFAULT, *models.derived.offline_names(), *twins]
+
+
+def allowed_folders() -> list[str]:
+    import os
+
+    return [x.strip() for x in os.environ.get(ALLOWED_FOLDERS_ENV, "").split(",") if x.strip()]
+
+
+def public_model(text: str | None) -> str:
+    """What a visitor typed in the Encoder box -> the name the loaders get, or a refusal that says nothing about
+    the server's disk: an offline name, an operator-allowed folder (exactly as listed), or `hub:<id>` (a hub id,
+    never resolved to a local folder of the same name)."""
+    name = check_text(text, "model", required=False) or models.DEFAULT
+    if name in offline_models() or name in allowed_folders():
+        return name
+    if models.is_public_hub_id(name):
+        return models.HUB_ONLY + name
+    raise BertevalError(REFUSED_MODEL)
+
+
+def shown_name(name: str) -> str:
+    """A loader name as the page shows it (`hub:bert-base-uncased` -> `bert-base-uncased`)."""
+    return name[len(models.HUB_ONLY):] if name.startswith(models.HUB_ONLY) else name
 
 
 def suggested_models() -> list[str]:
@@ -55,8 +88,8 @@ def suggested_models() -> list[str]:
 
 
 def model_name(text: str | None) -> str:
-    """A blank model box means the embedded default."""
-    return check_text(text, "model", required=False) or models.DEFAULT
+    """The Encoder box's value as the loaders take it (see `public_model`); a blank box means the default."""
+    return public_model(text)
 
 
 @dataclass

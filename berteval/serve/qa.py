@@ -59,7 +59,7 @@ def served_record(store: Store, name: str = models.DEFAULT) -> RunRecord | None:
     demos = [r for r in store.read("squad")[0]
              if kfold.is_estimate(r) and r.model == ident.model_id and r.model_revision == ident.revision
              and r.task_version == version and r.config.get("adapter_dir")
-             and (store.root / r.config["adapter_dir"]).exists()]
+             and store.has_file(r.config["adapter_dir"])]
     if demos:
         return max(demos, key=lambda r: (r.main_value, r.run_id))
     # Before the demo head: the best committed adapter on the official protocol, whichever regime trained it
@@ -97,4 +97,4 @@ def demo_model(name: str = models.DEFAULT, store: Store | None = None) -> QAMode
         raise BertevalError(f"no committed SQuAD adapter for {models.identify(name).model_id} under {store.root}; "
                             f"run: python -m berteval run --task squad --regime finetune --seeds 0 --data-dir "
                             f"../shared/data")
-    return dataclasses.replace(load_adapter(store.root / rec.config["adapter_dir"]), source=head_text(rec))
+    return dataclasses.replace(load_adapter(store.inside(rec.config["adapter_dir"])), source=head_text(rec))

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ..errors import BertevalError
 from ..qa import DEFAULTS as QA_DEFAULTS
+from . import validate
 from .base import SPAN, Split, TaskData, TaskSpec, hub_dataset, local_folder
 
 HUB_ID = "rajpurkar/squad"
@@ -87,11 +88,13 @@ def _local(data_dir: Path) -> tuple[list[QAExample], list[QAExample], str, str]:
             f"squad/train-subset.json (official SQuAD v1.1 JSON). Point --data-dir at the folder holding "
             f"squad/, or omit it to read {HUB_ID} from the hub."
         )
+    notes = [n for f in (train_file, folder / DEV_FILE)
+             if (n := validate.squad_json(f, key=f"squad/{f.name}"))]
     # field="data": the official files keep the articles under a top-level "data" key.
     ds = datasets.load_dataset("json", data_files={"train": str(train_file), "validation": str(folder / DEV_FILE)},
                                field="data")
-    return (_flatten_articles(ds["train"]), _flatten_articles(ds["validation"]), f"local:{folder}",
-            train_file.name)
+    return (_flatten_articles(ds["train"]), _flatten_articles(ds["validation"]),
+            f"local:{folder}" + "".join(f"; {n}" for n in notes), train_file.name)
 
 
 def load(data_dir: Path | None) -> TaskData:

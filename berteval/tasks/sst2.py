@@ -11,6 +11,7 @@ import csv
 from pathlib import Path
 
 from ..errors import BertevalError
+from . import validate
 from .base import SENTENCE, Split, TaskData, TaskSpec, hub_dataset, local_folder
 
 HUB_ID, HUB_CONFIG = "nyu-mll/glue", "sst2"
@@ -31,12 +32,15 @@ def load(data_dir: Path | None) -> TaskData:
     if data_dir is not None:
         folder = _local_folder(Path(data_dir))
         files = {split: str(folder / name) for split, name in FILES.items()}
+        notes = [n for name in FILES.values()
+                 if (n := validate.glue_tsv(folder / name, ("sentence", "label"), "label", ("0", "1"),
+                                            key=f"sst2/{name}"))]
         # QUOTE_NONE: GLUE's TSV has bare quotes inside sentences; keep_default_na keeps
         # sentences such as "null" as text.
         ds = datasets.load_dataset(
             "csv", data_files=files, delimiter="\t", quoting=csv.QUOTE_NONE, keep_default_na=False
         )
-        source = f"local:{folder}"
+        source = f"local:{folder}" + "".join(f"; {n}" for n in notes)
     else:
         ds = hub_dataset(HUB_ID, HUB_CONFIG, "sst2/train.tsv and sst2/dev.tsv")
         source = f"hub:{HUB_ID}/{HUB_CONFIG}"

@@ -33,13 +33,28 @@ import httpx
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).parent))
-from app_latency import CONTEXT, QUESTION, SENTENCES  # noqa: E402  the same requests as the latency tool
+sys.path.insert(0, str(REPO))
+from berteval.bench.latency import CONTEXT_CHARS, QUESTION, SENTENCES, context  # noqa: E402  the latency tool's inputs
+
+CONTEXT = context(CONTEXT_CHARS)
+
+
+MODELS = ["default"]  # --models: the encoders the requests cycle through
 
 
 def request(i: int) -> tuple[str, list]:
-    """The i-th request of a burst: (api, inputs)."""
-    if i % 2 == 0:
-        return "classify", ["default", SENTENCES[i // 2 % len(SENTENCES)], "mean"]
+    """The i-th request of a burst: (api, inputs). With one model, classify and answer alternate; with several,
+    classify and next-sentence on each model in turn and answer on the default (the one with a QA head)."""
+    if len(MODELS) == 1:
+        if i % 2 == 0:
+            return "classify", [MODELS[0], SENTENCES[i // 2 % len(SENTENCES)], "mean"]
+        return "answer", [MODELS[0], QUESTION, CONTEXT]
+    model = MODELS[i // 3 % len(MODELS)]
+    kind = i % 3
+    if kind == 0:
+        return "classify", [model, SENTENCES[i // 3 % len(SENTENCES)], "mean"]
+    if kind == 1:
+        return "next_sentence", [model, SENTENCES[i % len(SENTENCES)], SENTENCES[(i + 1) % len(SENTENCES)]]
     return "answer", ["default", QUESTION, CONTEXT]
 
 
@@ -96,13 +111,19 @@ async def one(http: httpx.AsyncClient, i: int, timeout: float) -> Outcome:
     return Outcome(api, "answered", seconds)
 
 
-async def burst(url: str, n: int, timeout: float) -> list[Outcome]:
+async def burst(url: str, n: int, timeout: float, concurrency: int | None = None) -> list[Outcome]:
     # A new connection per request, as separate visitors make: a kept-alive one idle past the server's
     # keep-alive timeout (uvicorn: 5 s) can be closed just as it is reused, a client-side race that
     # showed here as 1-3 ReadErrors in 100, not a failure of the server.
     limits = httpx.Limits(max_connections=n, max_keepalive_connections=0)
+    gate = asyncio.Semaphore(concurrency or n)  # at most this many requests in flight
+
+    async def gated(http, i):
+        async with gate:
+            return await one(http, i, timeout)
+
     async with httpx.AsyncClient(base_url=url, limits=limits) as http:
-        return await asyncio.gather(*(one(http, i, timeout) for i in range(n)))
+        return await asyncio.gather(*(gated(http, i) for i in range(n)))
 
 
 def start_app(port: int) -> subprocess.Popen:
@@ -132,7 +153,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--burst", type=int, default=100, help="requests posted at once per round (default 100)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=180.0, help="seconds per request")
+    parser.add_argument("--concurrency", type=int, default=None,
+                        help="requests in flight at once within a round (default: the whole burst at once)")
+    parser.add_argument("--models", default="default",
+                        help="comma-separated encoders to cycle through, e.g. "
+                             "default,default+nsp-pooler,default+mlm-nsp,default+random")
     args = parser.parse_args(argv)
+    MODELS[:] = [m.strip() for m in args.models.split(",") if m.strip()]
 
     proc = None
     if args.url is None:
@@ -153,9 +180,12 @@ def main(argv: list[str] | None = None) -> int:
         warm = asyncio.run(burst(url, 2, args.timeout))
         print(f"warm-up: {', '.join(o.kind for o in warm)}; server RSS before: {rss()}")
         total = Tally()
+        rss_after = []
         for r in range(1, args.rounds + 1):
             t0 = time.perf_counter()
-            round_ = Tally(asyncio.run(burst(url, args.burst, args.timeout)))
+            round_ = Tally(asyncio.run(burst(url, args.burst, args.timeout, args.concurrency)))
+            if pid:
+                rss_after.append(rss_mb(pid))
             total.outcomes += round_.outcomes
             print(f"round {r}: {args.burst} at once in {time.perf_counter() - t0:.1f} s: "
                   f"{round_.count('answered')} answered, {round_.count('queue full')} refused (queue full), "
@@ -166,8 +196,11 @@ def main(argv: list[str] | None = None) -> int:
         alive = all(o.kind == "answered" for o in after)
         print(f"total: {len(total.outcomes)} requests: {total.count('answered')} answered, "
               f"{total.count('queue full')} refused (queue full), {total.count('failed')} failed")
-        for api in ("classify", "answer"):
-            print(f"  {api:8} {total.latency(api)}")
+        for api in ("classify", "next_sentence", "answer"):
+            print(f"  {api:13} {total.latency(api)}")
+        if len(rss_after) >= 3:
+            print(f"server RSS after round {len(rss_after)} / after round 2: {rss_after[-1] / rss_after[1]:.3f} "
+                  f"({rss_after[-1]:.0f} / {rss_after[1]:.0f} MB)")
         print(f"after the rounds the server {'still answers' if alive else 'DOES NOT ANSWER'}; "
               f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         return 0 if alive and not total.count("failed") else 1
