@@ -4,7 +4,8 @@ Kept apart from the library's core, one module per section (`--sections`, all by
 `encoders` times berteval's encoder path against transformers' pipeline and sentence-transformers on
 the same model and inputs, fp32 and bf16, beside the machine's matmul peak; `ablation` times the SST-2
 probe over one pooling and over four from a cold cache; `memory` measures fine-tune steps' peak RSS per
-memory setting; `latency` times the demo's batch-1 passes and served calls. `squad_dtypes`
+memory setting; `latency` times the demo's batch-1 passes and served calls; `pretrain` times berteval's
+pre-training step against transformers' standard `BertForPreTraining` step on the same batches. `squad_dtypes`
 (--squad-dtypes, apart: ~9 minutes) scores the committed QA adapter in fp32 and bf16.
 """
 
@@ -18,7 +19,7 @@ from ..errors import BertevalError
 from ..qa import DEFAULTS as QA_DEFAULTS
 
 PEER_BATCH = 32  # the peers' batch size
-SECTIONS = ("encoders", "ablation", "memory", "latency")
+SECTIONS = ("encoders", "ablation", "memory", "latency", "pretrain")
 
 
 def add_arguments(ap) -> None:
@@ -105,6 +106,12 @@ def command(args) -> int:
                                    length=min(args.window_length, QA_DEFAULTS.max_length), log=log)
         print("\n" + memory.format_memory(rows), flush=True)
         keep("memory", [asdict(r) for r in rows])
+    if "pretrain" in sections:
+        from . import pretrain
+
+        res = pretrain.measure(args.threads, log=log)
+        print("\n" + pretrain.format_pretrain(res), flush=True)
+        keep("pretrain", res)
     if "latency" in sections:
         rows, notes = latency.measure(args.model, n=args.latency_calls, log=log)
         print("\n" + latency.format_latency(rows, notes), flush=True)
