@@ -31,7 +31,7 @@ import leaderboard  # noqa: E402
 from berteval import markup, precision, serve  # noqa: E402
 from berteval.errors import BertevalError  # noqa: E402
 from berteval.qa import DEFAULTS as QA  # noqa: E402
-from leaderboard import logits  # noqa: E402
+from leaderboard.figures import qa_logits  # noqa: E402
 
 log = logging.getLogger("berteval.app")
 
@@ -186,7 +186,7 @@ def answer(model_text: str, question: str, context: str):
     highlighted = {"text": ctx, "entities": [{"entity": "answer", "start": best.start_char, "end": best.end_char}]}
     nbest = pd.DataFrame([[i + 1, c.text, round(c.probability, 4), round(c.score, 2), f"{c.start_char}–{c.end_char}",
                            c.window + 1] for i, c in enumerate(ans.nbest[:N_BEST_SHOWN])], columns=NBEST_COLUMNS)
-    fig = logits.start_end_logits(ans.tokens, ans.start_logits, ans.end_logits, best.start_token, best.end_token,
+    fig = qa_logits.start_end_logits(ans.tokens, ans.start_logits, ans.end_logits, best.start_token, best.end_token,
                                   sep_token=getattr(qa_model.tokenizer, "sep_token", None) or "[SEP]")
     windows = ("one window" if ans.n_windows == 1 else
                f"{ans.n_windows} overlapping windows (doc stride); the chart shows window {best.window + 1}, "

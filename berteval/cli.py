@@ -197,7 +197,7 @@ def _cell_label(task: str, pooling: str, layer: int, train_size: int | None, see
     """How a cell is named in the run command's output, e.g. 'sst2 mean@-1 train 512 seed 0' or, for a
     k-fold run, 'squad span@-1 seed 0 fold 2' (fold 0: the head trained on every question)."""
     size = f" train {train_size:,}" if train_size is not None else ""
-    from .qa.kfold import ALL
+    from .regimes.kfold import ALL
 
     part = "" if fold is None else (" all questions" if fold == ALL else f" fold {fold}")
     return f"{task} {pooling}@{layer}{size} seed {seed}{part}"

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import lookup
+from . import record_lookup
 from .errors import BertevalError
 from .records import RunRecord
 from .store import Store
@@ -124,13 +124,13 @@ def parse_head(spec: str, layer: int = -1) -> tuple[str, int]:
 
 def find(records: list[RunRecord], model: str, pooling: str, layer: int, seed: int, regime: str) -> RunRecord:
     """The one record of this head (the main setup where a cell was run in several)."""
-    mid, recs = lookup.of_model(model, records)
+    mid, recs = record_lookup.of_model(model, records)
     hits = [r for r in recs if r.pooling == pooling and r.layer == layer and r.seed == seed and r.regime == regime]
     if not hits:
-        have = sorted({f"{lookup.short_name(r.model)} {r.regime} {head_name(r)} seed {r.seed}" for r in recs})
+        have = sorted({f"{record_lookup.short_name(r.model)} {r.regime} {head_name(r)} seed {r.seed}" for r in recs})
         raise BertevalError(f"no {regime} record of {pooling} at layer {layer}, seed {seed}, for {mid}. "
                             f"Records of this model: {'; '.join(have[:20]) or 'none'}")
-    return lookup.main_setup(hits)[0]
+    return record_lookup.main_setup(hits)[0]
 
 
 @functools.lru_cache(maxsize=8)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import yaml
 
-from . import lookup
+from . import record_lookup
 from .records import RunRecord, read_records
 from .stats import summarise
 from .store import Store, write_atomic
@@ -61,14 +61,14 @@ def _rows(recs: list[RunRecord]) -> list[list[RunRecord]]:
         rs = cells[key]
         layers = {r.layer for r in rs}
         layer = -1 if -1 in layers else max(layers, key=lambda lay: sum(r.layer == lay for r in rs))
-        out.append(sorted(lookup.main_setup([r for r in rs if r.layer == layer]), key=lambda r: r.seed))
+        out.append(sorted(record_lookup.main_setup([r for r in rs if r.layer == layer]), key=lambda r: r.seed))
     return out
 
 
 def model_index(name: str, records: list[RunRecord], source_url: str | None = None,
                 records_path: str = "leaderboard/results") -> list[dict]:
     """The model-index list for one model (raises BertevalError when it has no records)."""
-    mid, recs = lookup.of_model(name, records)
+    mid, recs = record_lookup.of_model(name, records)
     results = []
     for rs in _rows(recs):
         first = rs[0]
@@ -82,7 +82,7 @@ def model_index(name: str, records: list[RunRecord], source_url: str | None = No
             s = summarise(r.metrics[metric] for r in rs if metric in r.metrics)
             args = {"seeds": [r.seed for r in rs], "std": round(s.std, 6), "n_train": first.n_train,
                     "n_eval": first.n_eval, "dtype": first.dtype, "record_ids": [r.run_id for r in rs],
-                    "command": lookup.command(first)}
+                    "command": record_lookup.command(first)}
             if s.n > 1:
                 args["ci95"] = [round(s.ci95_low, 6), round(s.ci95_high, 6)]
             metrics.append({

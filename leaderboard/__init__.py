@@ -10,7 +10,8 @@ from __future__ import annotations
 import os
 from typing import Iterable
 
-from . import bands, compare, curves, data, disagreements, figures, findings, references, table, urlstate
+from . import bands, data, disagreements, figures, findings, labels, references, table, urlstate
+from .figures import compare, curves
 
 
 def views(model=None, task=None, pooling=None, regime=None, search: str | None = None,
@@ -52,5 +53,5 @@ def views(model=None, task=None, pooling=None, regime=None, search: str | None =
     }
 
 
-__all__ = ["views", "bands", "compare", "curves", "data", "disagreements", "figures", "findings", "references", "table",
-           "urlstate"]
+__all__ = ["views", "bands", "compare", "curves", "data", "disagreements", "figures", "findings", "labels", "references",
+           "table", "urlstate"]

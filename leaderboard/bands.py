@@ -150,6 +150,3 @@ def _interval_separations(g: pd.DataFrame) -> dict[tuple[str, str], str]:
                 out[tuple(sorted((a.head, b.head)))] = a.head if a.mean > b.mean else b.head
     return out
 
-
-def band_text(band) -> str:
-    return "" if band is None or (isinstance(band, float) and math.isnan(band)) else f"band {int(band)}"

@@ -18,10 +18,11 @@ from typing import Iterable
 
 import pandas as pd
 
-from berteval import lookup, markup
+from berteval import markup, record_lookup
 from berteval.config import DEFAULT_RESULTS, results_root
 from berteval.pooling import POOLINGS
 from berteval.records import Problem, RunRecord, read_records
+from berteval.regimes import is_kfold
 from berteval.stats import summarise
 
 # The committed results; $BERTEVAL_RESULTS points the leaderboard, the app and the CLI elsewhere together.
@@ -80,7 +81,7 @@ def _row(rec: RunRecord, file: str) -> dict:
         "device": rec.device, "wall_s": float(rec.wall_s), "git_commit": rec.git_commit,
         "git_short": rec.git_commit[:10], "command": str(rec.config.get("command", "")),
         "versions": _versions_text(rec.versions), "timestamp": rec.timestamp, "file": file,
-        "reproduce": lookup.command(rec),
+        "reproduce": record_lookup.command(rec),
         # The pooler caveat (e.g. "never trained") matters only where the pooler was read.
         "pooler_provenance": str(rec.config.get("pooler_provenance", "")) if rec.pooling == "pooler" else "",
         "metrics": dict(rec.metrics), "paired_tests": list(rec.paired_tests),
@@ -253,16 +254,15 @@ def main_setups(df: pd.DataFrame) -> pd.DataFrame:
     return df[[best[k][1] == s for k, s in zip(keys, setups)]]
 
 
-# k-fold estimates (berteval.qa.kfold: dev questions answered by heads trained on the other dev articles, their
+# k-fold estimates (berteval.regimes.kfold: dev questions answered by heads trained on the other dev articles, their
 # split "validation, k-fold by article ...") are not official-dev scores: views() shows them apart and never
 # ranks them with the records scored on the official dev set.
 ESTIMATE_COLUMNS = ["model", "task", "regime", "split", "n_train", "n_eval", "metrics", "wall_s", "run_id"]
 
 
 def is_estimate(df: pd.DataFrame) -> pd.Series:
-    from berteval.qa.kfold import KFOLD_SPLIT
-
-    return df["split"].astype(str).str.startswith(KFOLD_SPLIT)
+    """The k-fold rows (a fold, or the estimate with the served head), by their split (the regime registry's rule)."""
+    return df["split"].astype(str).map(is_kfold).astype(bool)
 
 
 def estimates(df: pd.DataFrame) -> pd.DataFrame:

@@ -18,11 +18,11 @@ import pandas as pd
 
 from berteval import disagree
 from berteval.errors import BertevalError
-from berteval.lookup import short_name
+from berteval.record_lookup import short_name
 from berteval.records import read_records
 
 from . import data
-from .findings import regime_name, task_name
+from .labels import regime_name, task_name
 
 COLUMNS = ["right", "id", "gold", "head A", "head B", "text"]
 EMPTY = pd.DataFrame(columns=COLUMNS)

@@ -16,26 +16,12 @@ import math
 
 import pandas as pd
 
-from berteval.lookup import short_name
+from berteval.record_lookup import short_name
 from berteval.stats import summarise
 
-from . import bands, data, figures
-
-TASK_NAMES = {"sst2": "SST-2", "squad": "SQuAD v1.1", "nsp": "NSP"}
-REGIME_NAMES = {"probe": "frozen probe", "finetune": "fine-tuned", "pretrained": "pretrained head"}
-TASK_ORDER = ["sst2", "nsp", "squad"]
-
-
-def task_name(task: str) -> str:
-    return TASK_NAMES.get(task, task)
-
-
-def regime_name(regime: str) -> str:
-    return REGIME_NAMES.get(regime, regime)
-
-
-def _value(v: float, scale: float) -> str:
-    return figures.fmt(v, scale)
+from . import bands, data
+from .figures.style import fmt, metric_scale
+from .labels import metric_name, reading_order, regime_name, task_name
 
 
 def _points(diff: float, scale: float) -> float:
@@ -44,8 +30,8 @@ def _points(diff: float, scale: float) -> float:
 
 
 def _order(keys):
-    return sorted(keys, key=lambda k: (TASK_ORDER.index(k[0]) if k[0] in TASK_ORDER else len(TASK_ORDER), k[0],
-                                       k[1], figures._regime_rank(k[2])))
+    """Reading order: tasks and regimes in their registries' order, models alphabetically."""
+    return reading_order(keys)
 
 
 def findings(df: pd.DataFrame) -> list[dict]:
@@ -63,13 +49,13 @@ def findings(df: pd.DataFrame) -> list[dict]:
         task, model, regime = key
         g = groups[key]
         agg = data.aggregate(g).sort_values("mean", ascending=False, kind="stable")
-        scale = figures.metric_scale(agg["mean"])
+        scale = metric_scale(agg["mean"])
         metric = agg["main_metric"].iloc[0]
         best = agg.iloc[0]
         seeds = int(best["n_seeds"])
         head = (f"{task_name(task)}, {regime_name(regime)}, {short_name(model)}: `{best['pooling']}` "
-                f"{'' if metric == 'accuracy' else figures.METRIC_NAMES.get(metric, metric) + ' '}"
-                f"{_value(best['mean'], scale)}")
+                f"{'' if metric == 'accuracy' else metric_name(metric) + ' '}"
+                f"{fmt(best['mean'], scale)}")
         if len(agg) == 1:
             sentence = f"{head} (the only head measured here; {seeds} seed{'s' if seeds != 1 else ''})."
         else:

@@ -20,10 +20,11 @@ import pandas as pd
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
-from berteval.lookup import short_name
+from berteval.record_lookup import short_name
 from berteval.records import Problem
 
-from . import bands, compare, curves, data, disagreements, figures, findings, references, table
+from . import bands, data, disagreements, figures, findings, references, table
+from .figures import compare, curves
 
 # plotly.js 4's modebar has a "share to Plotly Cloud" button; an offline report must not offer an upload.
 PLOT_CONFIG = {"displaylogo": False, "responsive": True, "modeBarButtonsToRemove": ["sendChartToCloud"]}

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from berteval import models, records, serve
-from berteval.qa import DEFAULTS, kfold
+from berteval.qa import DEFAULTS
+from berteval.regimes import kfold
 from berteval.qa.decode import best_spans
 from berteval.serve import qa as serve_qa
 from berteval.store import Store

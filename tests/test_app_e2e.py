@@ -149,7 +149,7 @@ def _served_head():
 
 
 def test_answer_highlights_the_span_and_names_the_head_with_its_estimate(page):
-    from berteval.qa.kfold import is_estimate
+    from berteval.regimes.kfold import is_estimate
 
     rec = _served_head()
     _run_example(page, "Answer", "qa-examples", "In what country", "qa-question", "Answer")

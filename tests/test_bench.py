@@ -77,7 +77,7 @@ def test_squad_by_dtype_scores_the_same_model_in_each_dtype(tiny_models, tmp_pat
     from berteval.qa import inference as qa
 
     context = "the movie was good and the plot was very dull . " * 4
-    qas = [{"id": f"q{i}", "question": "what was the plot", "answers": [{"text": "very dull", "answer_start": 35}]}
+    qas = [{"id": f"q{i}", "question": "what was the plot", "answers": [{"text": "very dull", "answer_start": 36}]}
            for i in range(3)]
     doc = {"version": "1.1", "data": [{"title": "t", "paragraphs": [{"context": context, "qas": qas}]}]}
     (tmp_path / "squad").mkdir()

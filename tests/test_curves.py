@@ -1,4 +1,4 @@
-"""leaderboard.curves on toy records: learning curves never average sizes, every layer draws every pooling,
+"""leaderboard.figures.curves on toy records: learning curves never average sizes, every layer draws every pooling,
 span QA per-token beside one-vector heads; every figure fails soft."""
 
 from __future__ import annotations
@@ -6,7 +6,8 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from berteval import records
-from leaderboard import curves, data
+from leaderboard import data
+from leaderboard.figures import curves
 
 MODEL = "toy/minilm"
 

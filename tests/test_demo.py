@@ -12,7 +12,7 @@ from berteval.serve import inside, sentiment
 from berteval.store import Store
 from berteval.errors import BertevalError
 from berteval.tasks import get
-from leaderboard import logits
+from leaderboard.figures import qa_logits
 
 
 @pytest.fixture(scope="module")
@@ -113,11 +113,11 @@ def test_a_missing_model_is_a_message_not_a_crash(tmp_path):
 
 def test_logits_chart_marks_the_answer_and_shades_the_question():
     tokens = ["[CLS]", "where", "?", "[SEP]", "in", "paris", "[SEP]"]
-    fig = logits.start_end_logits(tokens, np.arange(7.0), -np.arange(7.0), 4, 5)
+    fig = qa_logits.start_end_logits(tokens, np.arange(7.0), -np.arange(7.0), 4, 5)
     names = [t.name for t in fig.data]
     assert names == ["start logit", "end logit", "answer start", "answer end"]
     assert [t.text[0] for t in fig.data[2:]] == ["answer start: in", "answer end: paris"]
-    one = logits.start_end_logits(tokens, np.arange(7.0), -np.arange(7.0), 5, 5)
+    one = qa_logits.start_end_logits(tokens, np.arange(7.0), -np.arange(7.0), 5, 5)
     assert [t.text[0] for t in one.data[2:]] == ["answer start and end: paris", ""]  # one label, two stars
     assert list(fig.data[0].customdata) == tokens
     assert fig.layout.shapes[0].x1 == 3.5  # the question part, up to its [SEP]
@@ -125,9 +125,9 @@ def test_logits_chart_marks_the_answer_and_shades_the_question():
 
 
 def test_logits_chart_fails_soft():
-    fig = logits.start_end_logits([], [], [])
+    fig = qa_logits.start_end_logits([], [], [])
     assert "no tokens" in fig.layout.annotations[0].text
-    broken = logits.start_end_logits(["a"], None, [1.0])
+    broken = qa_logits.start_end_logits(["a"], None, [1.0])
     assert "could not draw" in broken.layout.annotations[0].text
 
 

@@ -23,7 +23,7 @@ from berteval.derive import RECIPES, masking, segments, text
 from berteval.derive import cli as command
 from berteval.errors import BertevalError
 from berteval.models import derived
-from berteval.pairs import IS_NEXT, NOT_NEXT
+from berteval.nsp_pairs import IS_NEXT, NOT_NEXT
 
 TINY_MAX = 64  # the tiny config's max_position_embeddings
 

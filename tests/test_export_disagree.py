@@ -15,7 +15,7 @@ import yaml
 from huggingface_hub import ModelCard
 from huggingface_hub.repocard_data import model_index_to_eval_results
 
-from berteval import disagree, export, lookup
+from berteval import disagree, export, record_lookup
 from berteval.errors import BertevalError
 from berteval.store import Store
 from conftest import REPO, SHARED_DATA, docs_text
@@ -140,6 +140,6 @@ def test_disagree_on_squad_compares_exact_matches_of_two_regimes():
 
 def test_model_names_resolve_from_the_records():
     recs = STORE.read("sst2")[0]
-    assert lookup.model_id("default", recs) == "sentence-transformers/all-MiniLM-L6-v2"
-    assert lookup.model_id("sentence-transformers/all-MiniLM-L6-v2", recs) == "sentence-transformers/all-MiniLM-L6-v2"
-    assert lookup.command(recs[0]).startswith("python -m berteval run --task sst2")
+    assert record_lookup.model_id("default", recs) == "sentence-transformers/all-MiniLM-L6-v2"
+    assert record_lookup.model_id("sentence-transformers/all-MiniLM-L6-v2", recs) == "sentence-transformers/all-MiniLM-L6-v2"
+    assert record_lookup.command(recs[0]).startswith("python -m berteval run --task sst2")

@@ -55,7 +55,10 @@ def test_a_killed_run_resumes_from_its_saved_step(tiny_models, tiny_sst2, tmp_pa
     resumed = training.train(resumed_model, ds, collate, loss, training.TrainConfig(**base, checkpoint_dir=ckpt),
                              progress=False)
     assert resumed.resumed_from_step == 5 and resumed.steps == full.steps == 16
-    assert len(resumed.losses) == 11  # only the steps after the kill were run again
+    # The steps before the kill come back from the checkpoint (the record reports the whole run); only the
+    # steps after it were run again.
+    assert len(resumed.losses) == 16 and resumed.losses[:5] == part.losses
+    assert resumed.examples_seen == full.examples_seen
     for (k, a), (_, b) in zip(straight.state_dict().items(), resumed_model.state_dict().items()):
         assert torch.allclose(a, b, atol=1e-5), k  # the same weights as the run that was never killed
 

@@ -1,4 +1,4 @@
-"""The demo head's protocol on a tiny model: fine-tune recipes (LoRA, LoRA-plus, full), folds dealt by
+"""The demo head's protocol on a tiny model: the fine-tunes (LoRA, LoRA-plus, full), folds dealt by
 article, every dev question answered once by a head that never saw its article, and the estimate
 record that comes with the served adapter."""
 
@@ -10,7 +10,7 @@ from berteval import records, runs
 from berteval.errors import BertevalError
 from berteval.metrics import squad as squad_metrics
 from berteval.qa import inference as qa
-from berteval.qa import kfold
+from berteval.regimes import kfold
 from berteval.tasks import get
 from test_squad import _spec, tiny_squad_qa  # noqa: F401 (a fixture)
 
@@ -98,7 +98,7 @@ def test_full_finetune_keeps_no_artifact(tiny_models, tiny_squad_qa, tmp_path):
 
 
 @pytest.mark.parametrize("regime, kw, message", [
-    ("probe", {}, "cross-validates a fine-tuned span head"),
+    ("probe", {}, r"--regime probe on squad .* drop --folds \(--folds is for --regime finetune"),
     ("finetune", {"limit_eval": 3}, "drop --limit-eval"),
     ("finetune", {"folds": 1}, "at least 2 folds"),
 ])
@@ -119,16 +119,16 @@ def test_the_leaderboard_lists_kfold_records_apart_and_never_ranks_them(kfold_ru
     assert v["n_records"] == 1  # nothing k-fold in what the figures and bands see
 
 
-def test_committable_recipes_fit_the_artifact_limit_on_the_default_model():
-    """What a committable recipe saves (its trainable weights, fp32) stays under 5 MiB for the served model."""
+def test_committable_tunings_fit_the_artifact_limit_on_the_default_model():
+    """What a committable tuning saves (its trainable weights, fp32) stays under 5 MiB for the served model."""
     from berteval import models
-    from berteval.qa.recipes import ARTIFACT_LIMIT_MB, RECIPES
+    from berteval.regimes.tuning import ARTIFACT_LIMIT_MB, TUNINGS
 
     loaded = models.load(models.DEFAULT)
-    for recipe in RECIPES.values():
-        model = recipe.build(qa.head_model(loaded))
+    for tuned in TUNINGS.values():
+        model = tuned.build(qa.head_model(loaded))
         mib = sum(p.numel() for p in model.parameters() if p.requires_grad) * 4 / 2**20
-        assert (mib < ARTIFACT_LIMIT_MB) == recipe.committable, (recipe.name, round(mib, 2))
+        assert (mib < ARTIFACT_LIMIT_MB) == tuned.committable, (tuned.name, round(mib, 2))
 
 
 def test_plan_names_each_fold_and_the_served_head(kfold_run, tiny_models, tiny_squad_qa, capsys):

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from berteval.heads import linear
-from berteval.heads.logistic import fit_path
+from berteval.heads import probe
+from berteval.heads.newton_logistic import fit_path
 
 
 def _problem(n=600, d=12, seed=0):
@@ -28,8 +28,8 @@ def test_newton_path_matches_scikit_learn_at_a_tight_tolerance(c):
 
 def test_probe_head_is_one_affine_map_on_raw_vectors():
     x, y = _problem()
-    res = linear.fit_probe(x, y, x[:50], seed=0)
-    assert res.chosen_c in linear.C_GRID and set(res.heldout_accuracy) == set(linear.C_GRID)
+    res = probe.fit_probe(x, y, x[:50], seed=0)
+    assert res.chosen_c in probe.C_GRID and set(res.heldout_accuracy) == set(probe.C_GRID)
     np.testing.assert_array_equal(res.head.proba(x[:50]).argmax(1), res.pred)
     assert res.head.weight.shape == (1, x.shape[1]) and 0.5 < res.heldout_accuracy[res.chosen_c] <= 1.0
 
@@ -37,5 +37,5 @@ def test_probe_head_is_one_affine_map_on_raw_vectors():
 def test_more_than_two_classes_use_the_multinomial_fit():
     x, _ = _problem()
     y = np.digitize(x[:, 0], np.quantile(x[:, 0], [1 / 3, 2 / 3]))  # three classes from one feature
-    res = linear.fit_probe(x, y, x[:30], seed=1)
+    res = probe.fit_probe(x, y, x[:30], seed=1)
     assert res.proba.shape == (30, 3) and res.head.weight.shape == (3, x.shape[1])

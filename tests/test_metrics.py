@@ -13,7 +13,7 @@ import pytest
 
 from berteval import metrics
 from berteval.metrics import modules
-from berteval.qa.kfold import is_kfold
+from berteval.regimes.kfold import is_kfold
 from berteval.store import Store
 from berteval.tasks import get
 from conftest import SHARED_DATA

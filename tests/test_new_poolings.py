@@ -9,7 +9,7 @@ import torch
 from berteval import models, pooling, records, runs
 from berteval.errors import BertevalError
 from berteval.heads import tokens
-from berteval.heads.attention import AttentionPooling
+from berteval.pooling.attention import AttentionPooling
 from berteval.heads.classifier import PooledClassifier
 from berteval.tasks import get
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from berteval import models, pairs, records, runs
+from berteval import models, nsp_pairs, records, runs
 from berteval.heads import nsp as nsp_head
 from berteval.serve import nsp
 from berteval.store import Store
@@ -57,40 +57,40 @@ def tiny_squad(tmp_path_factory):
 @pytest.fixture(scope="module")
 def dev_articles(tiny_squad):
     data = json.loads((tiny_squad / "squad" / "dev-v1.1.json").read_text())["data"]
-    return [pairs.Article(a["title"], tuple(p["context"] for p in a["paragraphs"])) for a in data]
+    return [nsp_pairs.Article(a["title"], tuple(p["context"] for p in a["paragraphs"])) for a in data]
 
 
 def _sentence_at(articles, where):
     a, p, s = (int(x) for x in where.split("/"))
-    return pairs.split_sentences(articles[a].paragraphs[p])[s]
+    return nsp_pairs.split_sentences(articles[a].paragraphs[p])[s]
 
 
 def test_same_seed_same_pairs_other_seed_other_pairs(dev_articles):
-    first, _ = pairs.build_pairs(dev_articles, 0)
-    again, _ = pairs.build_pairs(dev_articles, 0)
-    other, _ = pairs.build_pairs(dev_articles, 1)
+    first, _ = nsp_pairs.build_pairs(dev_articles, 0)
+    again, _ = nsp_pairs.build_pairs(dev_articles, 0)
+    other, _ = nsp_pairs.build_pairs(dev_articles, 1)
     assert first == again
     assert [p.label for p in first] != [p.label for p in other]
 
 
 def test_labels_exactly_balanced(dev_articles):
-    built, stats = pairs.build_pairs(dev_articles, 0)
+    built, stats = nsp_pairs.build_pairs(dev_articles, 0)
     labels = [p.label for p in built]
-    assert labels.count(pairs.IS_NEXT) == labels.count(pairs.NOT_NEXT) == len(built) // 2 > 5
+    assert labels.count(nsp_pairs.IS_NEXT) == labels.count(nsp_pairs.NOT_NEXT) == len(built) // 2 > 5
     assert stats.pairs == len(built) and stats.candidates - stats.pairs in (0, 1)
 
 
 def test_is_next_partners_are_consecutive_sentences_of_one_paragraph(dev_articles):
-    built, _ = pairs.build_pairs(dev_articles, 0)
-    for p in (p for p in built if p.label == pairs.IS_NEXT):
+    built, _ = nsp_pairs.build_pairs(dev_articles, 0)
+    for p in (p for p in built if p.label == nsp_pairs.IS_NEXT):
         a_art, a_par, a_sent = p.id.split("/")
         assert p.b_from == f"{a_art}/{a_par}/{int(a_sent) + 1}"
         assert _sentence_at(dev_articles, p.id) == p.a and _sentence_at(dev_articles, p.b_from) == p.b
 
 
 def test_not_next_partners_come_from_another_article(dev_articles):
-    built, _ = pairs.build_pairs(dev_articles, 0)
-    negatives = [p for p in built if p.label == pairs.NOT_NEXT]
+    built, _ = nsp_pairs.build_pairs(dev_articles, 0)
+    negatives = [p for p in built if p.label == nsp_pairs.NOT_NEXT]
     assert negatives
     for p in negatives:
         assert p.b_from.split("/")[0] != p.id.split("/")[0]
@@ -98,7 +98,7 @@ def test_not_next_partners_come_from_another_article(dev_articles):
 
 
 def test_no_sentence_paired_with_itself_and_short_ones_never_used(dev_articles):
-    built, stats = pairs.build_pairs(dev_articles, 0)
+    built, stats = nsp_pairs.build_pairs(dev_articles, 0)
     assert all(p.a != p.b for p in built)
     assert stats.too_short == 1 and all(SHORT not in (p.a, p.b) for p in built)
     # The pairs around the short sentence are dropped, not bridged over it.
@@ -106,10 +106,10 @@ def test_no_sentence_paired_with_itself_and_short_ones_never_used(dev_articles):
 
 
 def test_sentence_rule():
-    assert pairs.is_sentence("The cat was very good.")
-    assert not pairs.is_sentence("[citation needed]")
-    assert not pairs.is_sentence("Tesla stated, [citation needed]")
-    assert not pairs.is_sentence(":12 3 4 5")
+    assert nsp_pairs.is_sentence("The cat was very good.")
+    assert not nsp_pairs.is_sentence("[citation needed]")
+    assert not nsp_pairs.is_sentence("Tesla stated, [citation needed]")
+    assert not nsp_pairs.is_sentence(":12 3 4 5")
 
 
 def test_hub_layout_gives_the_same_articles(dev_articles):
@@ -120,12 +120,12 @@ def test_hub_layout_gives_the_same_articles(dev_articles):
         for ctx in art.paragraphs:
             rows["title"] += [art.title] * 2  # two questions per paragraph, as the hub repeats contexts
             rows["context"] += [ctx] * 2
-    assert pairs.articles_from_rows(datasets.Dataset.from_dict(rows)) == dev_articles
+    assert nsp_pairs.articles_from_rows(datasets.Dataset.from_dict(rows)) == dev_articles
 
 
 def test_task_loads_pairs_with_their_checksum(tiny_squad, dev_articles):
     data = get("nsp").load(tiny_squad)
-    built, _ = pairs.build_pairs(dev_articles, 0)
+    built, _ = nsp_pairs.build_pairs(dev_articles, 0)
     assert data.eval.texts == [(p.a, p.b) for p in built] and data.eval.labels == [p.label for p in built]
     assert data.train.name == "train" and len(data.train) > 10
     assert data.data_sha256 == get("nsp").load(tiny_squad).data_sha256
@@ -148,7 +148,7 @@ def _nsp_checkpoint(folder, bias):
     return folder
 
 
-@pytest.mark.parametrize("bias, label", [((4.0, -4.0), pairs.IS_NEXT), ((-4.0, 4.0), pairs.NOT_NEXT)])
+@pytest.mark.parametrize("bias, label", [((4.0, -4.0), nsp_pairs.IS_NEXT), ((-4.0, 4.0), nsp_pairs.NOT_NEXT)])
 def test_pretrained_head_label_order(tmp_path, tiny_squad, bias, label):
     folder = _nsp_checkpoint(tmp_path / "nsp", bias)
     loaded = models.load(str(folder))
@@ -167,7 +167,7 @@ def test_pretrained_head_label_order(tmp_path, tiny_squad, bias, label):
     demo = nsp.load_demo_head(str(folder))
     answer = demo.predict("the cat was good", "the dog was bad")
     assert answer.source == nsp.PRETRAINED_SOURCE
-    assert answer.label == pairs.LABELS[label] and (answer.p_is_next > 0.99) == (label == pairs.IS_NEXT)
+    assert answer.label == nsp_pairs.LABELS[label] and (answer.p_is_next > 0.99) == (label == nsp_pairs.IS_NEXT)
 
 
 def test_checkpoint_without_nsp_head_is_refused(tiny_models, tiny_squad, tmp_path, capsys):

@@ -20,8 +20,9 @@ from berteval.errors import BertevalError
 from berteval.qa import inference as qa
 from berteval.qa.windows import make_windows
 from berteval.regimes.base import Cell
-from berteval.regimes.finetune import PooledFinetune, SpanFinetune  # (qa.regimes first would be a circular import)
-from berteval.regimes.probe import PooledProbe, SpanProbe
+from berteval.regimes.finetune import PooledFinetune
+from berteval.regimes.probe import PooledProbe
+from berteval.regimes.span import SpanFinetune, SpanProbe
 from berteval.tasks import get
 
 RESULTS = Path(__file__).resolve().parent.parent / "leaderboard" / "results"
@@ -139,7 +140,7 @@ def _one(task: str, **want) -> dict:
 def _stub_run(rec: dict, dtype: str, regime_cls, monkeypatch, n_train: int, **spec):
     """What a regime's identity reads, from a committed record: the model, task, data checksum and sizes."""
     task = get(rec["task"])
-    monkeypatch.setattr(regime_cls, "_splits", lambda self, run: ([None] * n_train, None, rec["data_sha256"]))
+    monkeypatch.setattr(regime_cls, "splits", lambda self, run: ([None] * n_train, None, rec["data_sha256"]))
     fields = dict(dtype=dtype, regime=rec["regime"], limit_train=None, train_sizes=None, epochs=None, lr=None,
                   batch_size=None, doc_stride=None, n_best=None, max_answer_length=None, poolings=None, layers=None)
     return SimpleNamespace(spec=SimpleNamespace(**{**fields, **spec}), task=task, max_length=task.max_length,

@@ -59,3 +59,43 @@ def test_layers_grid_and_limit_train(tiny_models, tiny_sst2, tmp_path):
     assert sorted((r.pooling, r.layer) for r in rep.written) == [("cls", -1), ("cls", 1), ("pooler", -1)]
     assert any("last layer only" in n for n in rep.notes)
     assert all(r.config["train_examples_available"] == 50 for r in rep.written)
+
+
+# -- the regime contract -------------------------------------------------------------------------------
+
+def _implementations():
+    from berteval.regimes import REGIMES
+
+    return [(name, kind, factory()) for name, regime in REGIMES.items() for kind, factory in
+            regime.implementations.items()]
+
+
+def test_every_regime_declares_its_contract_and_none_builds_its_own_identity():
+    from berteval import precision
+    from berteval.regimes.base import OPTIONS, OPTIONAL, CellRegime
+
+    for name, kind, impl in _implementations():
+        c = impl.contract
+        assert set(c.options) <= set(OPTIONS) and set(c.optional) <= set(OPTIONAL), (name, kind)
+        # a frozen model's bf16 path is named in the id, a trained one's (autocast) is not
+        assert ("bf16" in c.optional) == (impl.bf16_path == precision.FROZEN), (name, kind)
+        assert "processes" in c.optional, (name, kind)  # every regime runs under accelerate launch
+        assert type(impl).identity is CellRegime.identity, (name, kind)  # built once, in regimes.base
+        assert ("folds" in c.options) == ("folds" in c.optional), (name, kind)
+
+
+def test_an_option_the_regime_does_not_take_is_refused_naming_what_it_takes(tiny_models, tiny_sst2, tmp_path):
+    import pytest
+
+    from berteval.errors import BertevalError
+
+    with pytest.raises(BertevalError) as err:
+        runs.run(spec(tiny_models["pretraining"], tiny_sst2, tmp_path, epochs=3, doc_stride=64))
+    text = str(err.value)
+    assert text.startswith("--regime probe on sst2 (sentence classification) takes --pooling, --layers, --train-sizes")
+    assert "drop --epochs, --doc-stride" in text and "--epochs is for --regime finetune" in text
+    assert "no regime takes --doc-stride on sst2" in text
+    assert not (tmp_path / "sst2.jsonl").exists()
+    rep = runs.run(spec(tiny_models["pretraining"], tiny_sst2, tmp_path, layers="-1", poolings=["mean"], seeds=[0],
+                        plan=True))  # -1, the last layer, is every regime's: not an option set
+    assert len(rep.planned) == 1

@@ -35,6 +35,6 @@ def test_recomputed_activations_train_the_same_weights(regime, tiny_models, tiny
 
 
 def test_the_fine_tune_regimes_recompute_and_frozen_ones_do_not():
-    from berteval.qa.regimes import SpanFinetune, SpanPretrained
+    from berteval.regimes.span import SpanFinetune, SpanPretrained
 
     assert SpanFinetune.checkpoint_activations and not SpanPretrained.checkpoint_activations

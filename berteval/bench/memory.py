@@ -45,12 +45,12 @@ def measure(setting: str, model: str, steps: int, batch: int, length: int, seed:
 
     from .. import models, provenance, training
     from ..precision import autocast
-    from ..qa import recipes
     from ..qa.inference import head_model
+    from ..regimes import tuning
 
     recompute, lean = SETTINGS[setting]
     torch.manual_seed(seed)
-    module = recipes.LORA.build(head_model(models.load(model)))
+    module = tuning.LORA.build(head_model(models.load(model)))
     if recompute:
         training.checkpoint_activations(module)
     if lean:

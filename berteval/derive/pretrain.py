@@ -180,7 +180,7 @@ def nsp_on_pairs(model, tokenizer, pairs: list[tuple[str, str, int]], device, dt
 
 def nsp_dev_pairs(data_dir: Path) -> list[tuple[str, str, int]]:
     """The 8,118 NSP dev sentence pairs of `berteval.tasks.nsp` (SQuAD v1.1 dev articles, pysbd, seed 0)."""
-    from .. import pairs
+    from .. import nsp_pairs as pairs
     from ..tasks.nsp import PAIR_SEED
     from . import wikipedia
 

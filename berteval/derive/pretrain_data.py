@@ -289,7 +289,7 @@ def prepare(data_dir: Path, cache_root: Path, seed: int, hyper: dict, log=print)
 
 
 def _build(folder: Path, data_dir: Path, seed: int, hyper: dict, inputs: dict, log) -> None:
-    from .. import pairs as nsp_pairs
+    from .. import nsp_pairs
 
     t0 = time.perf_counter()
     corpus = wikipedia.load(data_dir, seed, hyper.get("limit_articles"), log=log)

@@ -46,7 +46,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from ..pairs import IS_NEXT, NOT_NEXT
+from ..nsp_pairs import IS_NEXT, NOT_NEXT
 from ..seeds import numpy_rng
 
 MAX_LENGTH = 128  # BERT's phase-1 sequence length (90% of its pre-training steps)

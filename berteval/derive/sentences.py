@@ -62,7 +62,7 @@ def train(lines: list[str]) -> Splitter:
 
 def agreement_with_pysbd(splitter: Splitter, paragraphs: list[str]) -> dict:
     """Share of `paragraphs` both splitters cut identically, and each one's words per second."""
-    from .. import pairs
+    from .. import nsp_pairs as pairs
 
     t0 = time.perf_counter()
     ours = [splitter.split(p) for p in paragraphs]

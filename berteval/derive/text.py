@@ -12,7 +12,7 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import pairs
+from .. import nsp_pairs as pairs
 from ..errors import BertevalError
 
 TRAIN_FILE = "squad/train-subset.json"

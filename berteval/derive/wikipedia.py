@@ -103,7 +103,7 @@ def read_articles(paths: list[Path], limit: int | None = None) -> tuple[list[Wik
 
 def dev_articles(data_dir: Path) -> list:
     """The SQuAD v1.1 dev articles (title + paragraph contexts) as `berteval.pairs.Article`s."""
-    from .. import pairs
+    from .. import nsp_pairs as pairs
 
     path = Path(data_dir) / SQUAD_DEV
     if not path.is_file():
@@ -118,7 +118,7 @@ def dev_articles(data_dir: Path) -> list:
 
 def dev_sentences(articles) -> list[str]:
     """Every distinct sentence (A and B) of the NSP dev pairs, longest first."""
-    from .. import pairs
+    from .. import nsp_pairs as pairs
     from ..tasks.nsp import PAIR_SEED
 
     built, _ = pairs.build_pairs(articles, PAIR_SEED)

@@ -1,7 +1,7 @@
 """The probe for a pooling with parameters (`attention`): token states in memory, a small head trained on them.
 
 A fixed pooling is one cached vector per sentence, and the probe is a logistic regression on
-it (`heads.linear`). A pooling with parameters has no fixed vector: the frozen probe has to
+it (`heads.probe`). A pooling with parameters has no fixed vector: the frozen probe has to
 keep every token's state and train the pooling's parameters with the head. So this module
 (1) collects the token states of a layer once, refusing with a message when they would not
 fit in memory, and (2) trains `pooling module -> Linear(width, labels)` on them, scoring
@@ -22,7 +22,7 @@ import torch
 
 from .. import features, pooling, precision
 from ..errors import BertevalError
-from .linear import heldout_split
+from .probe import heldout_split
 
 MEMORY_SHARE = 0.5  # token states may take at most this share of the memory available when the run starts
 

@@ -1,7 +1,7 @@
 """evaluate modules shipped inside berteval, loaded by local path: offline, from the package itself.
 
 Each metric of the registry is computed by an evaluate module in a folder beside this file
-(`accuracy/`, `squad_v1/`, and the paired test `mcnemar_exact/`). `evaluate.load` on a local
+(`accuracy/`, `binary_f1/`, `correlation/`, `squad_v1/`, and the paired test `mcnemar_exact/`). `evaluate.load` on a local
 folder copies the module into evaluate's module cache and imports it from there; that cache
 is `$HF_MODULES_CACHE` when set, else a folder in berteval's own cache (`config.cache_dir()`),
 which is writable wherever berteval runs (a Space's home may not be). Hub metrics
@@ -18,7 +18,7 @@ import os
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-NAMES = ("accuracy", "squad_v1", "mcnemar_exact")  # folders holding <name>/<name>.py
+NAMES = ("accuracy", "squad_v1", "mcnemar_exact", "binary_f1", "correlation")  # folders holding <name>/<name>.py
 COMPARISONS = {"mcnemar_exact"}
 
 

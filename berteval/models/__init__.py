@@ -3,13 +3,26 @@ berteval derives from them, plus the report of which heads a checkpoint really h
 
 `identify` names a model (canonical id and revision) without loading its weights, so a
 rerun of finished cells can be recognised before any model is loaded; `load` returns the
-encoder, its fast tokenizer and the head report.
+encoder, its fast tokenizer and the head report. Importing this package is light: the
+loader (`loading`, which imports torch and transformers) is imported the first time one of
+its names is read, so light commands may name models (`pretrained`, `derived`, `DEFAULT`)
+without the deep-learning stack.
 """
 
 from . import derived, pretrained
-from .loading import (DEFAULT, DEFAULT_MODEL_ID, DEFAULT_PACKAGE, HUB_ONLY, POOLER_KINDS, HeadReport, HubUnavailable,
-                      Identity, LoadedModel, default_model_path, identify, is_public_hub_id, load, load_with_head,
-                      quiet_loader)
+from .base import DEFAULT, quiet_loader
+
+_LOADING = ("DEFAULT_MODEL_ID", "DEFAULT_PACKAGE", "HUB_ONLY", "POOLER_KINDS", "HeadReport", "HubUnavailable",
+            "Identity", "LoadedModel", "default_model_path", "identify", "is_public_hub_id", "load", "load_with_head")
+
+
+def __getattr__(name: str):
+    if name in _LOADING:
+        from . import loading
+
+        return getattr(loading, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["DEFAULT", "DEFAULT_MODEL_ID", "DEFAULT_PACKAGE", "HUB_ONLY", "POOLER_KINDS", "HeadReport",
            "HubUnavailable", "Identity", "LoadedModel", "default_model_path", "derived", "identify",

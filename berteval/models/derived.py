@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import BertevalError
+from .base import DEFAULT, quiet_loader
 
 RECORD = "derivation.json"
 ENCODERS = "encoders"  # the folder under the results root that holds derived encoders
@@ -114,8 +115,6 @@ class DerivedName:
     @property
     def folder_name(self) -> str:
         """The artifact folder's name: `default+nsp-pooler`, `<folder name>+...`, `owner--name+...`."""
-        from .loading import DEFAULT
-
         if self.base == DEFAULT:
             stem = DEFAULT
         elif Path(self.base).expanduser().is_dir():
@@ -247,8 +246,6 @@ def random_model(config, seed: int):
 def build(spec: DerivedName, folder: Path, record: dict, base_path: str, config):
     """The *ForNextSentencePrediction model of a derived encoder (artifacts applied, eval mode)."""
     from transformers import AutoModelForNextSentencePrediction
-
-    from .loading import quiet_loader
 
     if spec.variant.apply is None:
         model = random_model(config, record["seed"])

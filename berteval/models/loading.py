@@ -10,7 +10,6 @@ checkpoint is flagged as random, and the code that would use it refuses.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import importlib.metadata
@@ -21,14 +20,13 @@ from pathlib import Path
 
 import torch
 from transformers import AutoConfig, AutoModel, AutoModelForNextSentencePrediction, AutoTokenizer
-from transformers.utils import logging as hf_logging
 from transformers.models.auto.modeling_auto import MODEL_FOR_NEXT_SENTENCE_PREDICTION_MAPPING_NAMES
 
 from .. import hub
 from ..errors import BertevalError
 from . import derived, pretrained
+from .base import DEFAULT, quiet_loader
 
-DEFAULT = "default"
 # `hub:<id>` asks for a hub model and nothing else: never a local folder of the same name. The public page
 # passes every id a visitor types this way, so no spelling can make the server load a folder of its own.
 HUB_ONLY = "hub:"
@@ -191,22 +189,6 @@ def _resolve(name: str, revision: str | None) -> tuple[str, str, str, bool]:
         )
     offline = not _hub_reachable()
     return name, name, "hub", offline
-
-
-@contextlib.contextmanager
-def quiet_loader():
-    """Silence transformers' load report and progress bar while loading: we read the same
-    report (missing keys) ourselves and state it in our own words."""
-    previous = hf_logging.get_verbosity()
-    bars = hf_logging.is_progress_bar_enabled()
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        hf_logging.set_verbosity(previous)
-        if bars:
-            hf_logging.enable_progress_bar()
 
 
 def _offline_error(name: str, exc: Exception) -> BertevalError:

@@ -28,9 +28,6 @@ import torch
 from .. import features
 from .windows import Windows
 
-DESCRIBE = "one pooled vector of the window -> Linear(width, 2 x max_length): start and end as choices among positions"
-
-
 class VectorSpanHead(torch.nn.Module):
     """pooled vector (B, width) -> start and end logits over the window's positions (B, L) each."""
 

@@ -7,7 +7,7 @@ Training runs through `berteval.training` (accelerate: the same command scales u
 `accelerate launch`; checkpoints make a killed run resume). The model state after each
 epoch is scored on the seeded held-out slice of train and the best epoch is kept
 (selection); dev is scored once, at the end. For span QA the fine-tune is LoRA plus a
-span head (`berteval.qa.regimes`).
+span head (`berteval.regimes.span`).
 
 Learning curves (`--train-sizes`): each sized cell draws its examples from the whole train
 set (or `--limit-train`'s subset) and trains for the same number of optimiser steps as the
@@ -20,15 +20,14 @@ slice for selection (Zhang et al. 2021 show that few-sample fine-tuning needs th
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
-from .. import pooling
-from ..errors import BertevalError
-from ..heads import linear
-from ..qa.regimes import SpanFinetune
-from ..tasks.base import PAIR, SENTENCE, SPAN, Split, limit_split
-from .base import Cell, CellRegime, CellResult, Regime
-from .grid import PooledData, check_poolings, check_sizes, draw_rows, pooled_cells, pooled_identity, sized_config
+from .. import pooling, precision
+from ..heads import probe
+from ..tasks.base import PAIR, SENTENCE, SPAN
+from .base import (TRAIN_OPTIONS, Cell, CellRegime, CellResult, Contract, Prepared, Regime, classified,
+                   hyperparameters as _hyperparameters, splits)
+from .grid import check_poolings, check_sizes, draw_rows, pooled_cells, sized_config
+from .span import SpanFinetune
 
 DEFAULTS = {"epochs": 2.0, "lr": 1e-4, "batch_size": 32}
 # Offline, on 2 CPU cores, the whole of SST-2 train x 9 runs does not fit a session; a fixed,
@@ -38,12 +37,11 @@ DEFAULT_POOLINGS = ("cls", "pooler", "mean")  # the seed question's three vector
 
 
 def hyperparameters(spec) -> dict:
-    return {**DEFAULTS, **{k: v for k, v in {"epochs": spec.epochs, "lr": spec.lr,
-                                            "batch_size": spec.batch_size}.items() if v is not None}}
+    return _hyperparameters(spec, DEFAULTS)
 
 
 def _steps_per_epoch(n_examples: int, batch_size: int) -> int:
-    n_fit = n_examples - len(linear.heldout_split(n_examples, 0)[1])  # the held-out slice does not train
+    n_fit = n_examples - len(probe.heldout_split(n_examples, 0)[1])  # the held-out slice does not train
     return math.ceil(n_fit / batch_size)
 
 
@@ -53,44 +51,37 @@ def step_budget(spec) -> int:
     return int(round(hp["epochs"] * _steps_per_epoch(DEFAULT_TRAIN_SUBSET, hp["batch_size"])))
 
 
-@dataclass
-class _Prepared(PooledData):
-    enc: dict  # the tokenised training subset
-    n_labels: int
-
-
 class PooledFinetune(CellRegime):
+    """A head on the last layer's pooled vector, trained with the encoder; `state` holds "enc" (the tokenised
+    training subset) and "n_labels"."""
+
+    contract = Contract(options=("poolings", "train_sizes", "limit_train", *TRAIN_OPTIONS),
+                        optional=("train_size", "processes"))
+    bf16_path = precision.MIXED  # trained: autocast over fp32 weights (nothing in the id)
+
     def cells(self, run) -> list[Cell]:
-        if run.spec.layers not in (None, "", "-1"):
-            raise BertevalError("--regime finetune trains a head on the last layer; drop --layers")
         names = pooling.parse(run.spec.poolings) if run.spec.poolings else list(DEFAULT_POOLINGS)
         return pooled_cells(run, names, [-1])
 
-    def _splits(self, run) -> tuple[Split, Split, str]:
+    def splits(self, run):
         # Sizes are drawn from the whole train set; without them, the fixed default subset keeps runs affordable.
-        default = None if run.spec.train_sizes else DEFAULT_TRAIN_SUBSET
-        train = limit_split(run.data.train, run.spec.limit_train if run.spec.limit_train is not None else default)
-        evals = run.eval_split()
-        return train, evals, run.task.subset(run.data, train, evals)
+        return splits(run, None if run.spec.train_sizes else DEFAULT_TRAIN_SUBSET)
 
-    def identity(self, run, cell: Cell) -> dict:
-        train, _, data_sha = self._splits(run)
+    def protocol(self, run, cell: Cell, train) -> dict:
         check_sizes([cell], len(train))
         steps = {"steps": step_budget(run.spec)} if cell.train_size is not None else {}
-        return {**pooled_identity(run, cell, data_sha, len(train)), **hyperparameters(run.spec),
-                "heldout": [linear.HELDOUT_MAX, linear.HELDOUT_FRACTION], **steps}
+        return {**hyperparameters(run.spec), "heldout": [probe.HELDOUT_MAX, probe.HELDOUT_FRACTION], **steps}
 
-    def prepare(self, run, todo: list[Cell]) -> _Prepared:
+    def prepare(self, run, todo: list[Cell]) -> Prepared:
         from .. import features
 
-        model = run.model
         check_poolings(run, todo, " (fine-tuning trains it)")
-        train, evals, data_sha = self._splits(run)
-        enc = features.tokenise(model, train.texts, run.max_length)
+        train, evals, data_sha = self.splits(run)
+        enc = features.tokenise(run.model, train.texts, run.max_length)
         n_labels = max(max(train.labels), max(evals.labels)) + 1
-        return _Prepared(run, train, evals, data_sha, enc, n_labels)
+        return Prepared(run, train, evals, data_sha, {"enc": enc, "n_labels": n_labels})
 
-    def fit_predict(self, prep: _Prepared, cell: Cell, run_id: str) -> CellResult:
+    def fit_predict(self, prep: Prepared, cell: Cell, run_id: str) -> CellResult:
         import time
 
         import numpy as np
@@ -101,7 +92,7 @@ class PooledFinetune(CellRegime):
         run, train, evals = prep.run, prep.train, prep.evals
         hp = hyperparameters(run.spec)
         rows = draw_rows(len(train), cell)
-        tr, ho = linear.heldout_split(len(rows), cell.seed)
+        tr, ho = probe.heldout_split(len(rows), cell.seed)
         tr_idx, ho_idx = rows[tr], rows[ho]
         if cell.train_size is not None:  # a learning-curve point trains as many steps as the default protocol
             hp["epochs"] = step_budget(run.spec) / _steps_per_epoch(len(rows), hp["batch_size"])
@@ -117,11 +108,9 @@ class PooledFinetune(CellRegime):
 
         proba = predict(model, run.model, evals.texts, run.max_length, run.spec.dtype)
         wall = time.perf_counter() - t0
-        pred, y_eval = proba.argmax(1), np.asarray(evals.labels)
         losses = res.losses
-        return CellResult(
-            metrics=run.score(pred=pred, label=y_eval), data_sha256=prep.data_sha, split=evals.name,
-            n_train=len(tr_idx), n_eval=len(evals),
+        return classified(
+            prep, run_id, proba.argmax(1), proba, n_train=len(tr_idx),
             config={"data_source": run.data.source, "train_examples_available": len(train),
                     "train_subset": f"fixed seeded subset of {len(train)} of {len(run.data.train)} train examples"
                     if train is not run.data.train else "full train", **sized_config(cell, rows, len(train)),
@@ -135,14 +124,10 @@ class PooledFinetune(CellRegime):
                                  "n_heldout": len(ho_idx), "first_loss": round(losses[0], 4) if losses else None,
                                  "last_loss": round(float(np.mean(losses[-50:])), 4) if losses else None,
                                  "resumed_from_step": res.resumed_from_step}},
-            predictions={"run_id": run_id, "split": evals.name, "data_sha256": prep.data_sha,
-                         "label": y_eval.tolist(), "pred": pred.tolist(),
-                         "proba": np.round(proba[:, 1] if proba.shape[1] == 2 else proba, 5).tolist()},
-            correct=pred == y_eval, wall_s=wall, cleanup=lambda: training.clear_checkpoint(cfg),
-        )
+            wall_s=wall, cleanup=lambda: training.clear_checkpoint(cfg))
 
 
-def _setup(prep: _Prepared, cell: Cell, tr_idx, ho_idx):
+def _setup(prep: Prepared, cell: Cell, tr_idx, ho_idx):
     """The model to train, its data, and the per-epoch selection on the held-out slice of train."""
     import copy
 
@@ -152,12 +137,12 @@ def _setup(prep: _Prepared, cell: Cell, tr_idx, ho_idx):
     from ..heads.classifier import Examples, PooledClassifier, collate_fn, predict
 
     run, train = prep.run, prep.train
-    tr_enc = {k: [v[i] for i in tr_idx] for k, v in prep.enc.items() if k != "offset_mapping"}
+    tr_enc = {k: [v[i] for i in tr_idx] for k, v in prep.state["enc"].items() if k != "offset_mapping"}
     ds = Examples(tr_enc, [train.labels[i] for i in tr_idx])
     heldout_texts = [train.texts[i] for i in ho_idx]
     heldout_y = np.asarray([train.labels[i] for i in ho_idx])
     torch.manual_seed(cell.seed)  # the head's initialisation; batches use their own generators
-    model = PooledClassifier(copy.deepcopy(run.model.encoder), cell.pooling, prep.n_labels)
+    model = PooledClassifier(copy.deepcopy(run.model.encoder), cell.pooling, prep.state["n_labels"])
     for param in model.parameters():
         param.requires_grad = True
     scores: list[float] = []
@@ -172,7 +157,7 @@ def _setup(prep: _Prepared, cell: Cell, tr_idx, ho_idx):
 
 
 REGIME = Regime(
-    "finetune",
+    "finetune", "fine-tuned",
     "encoder and head trained together (a pooled classifier, or LoRA + a span head for QA)",
     {SENTENCE: PooledFinetune, PAIR: PooledFinetune, SPAN: SpanFinetune},
 )

@@ -12,26 +12,12 @@ train set once (the cached vectors are indexed by row), so every size costs one 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from .. import pooling
 from ..errors import BertevalError
 from ..seeds import numpy_rng
-from .base import Cell
+from .base import TRAIN_DRAW, Cell
 
 FULL = "full"  # the --train-sizes word for the whole train set (a cell without a size)
-# How a sized cell's examples are drawn; in the identity of sized cells only. Change the rule, change this.
-TRAIN_DRAW = "first N of the seed's permutation (seeds stream 'sizes'): nested across sizes"
-
-
-@dataclass
-class PooledData:
-    """What a pooled regime prepares once: its run and the splits (and checksum) every cell reads."""
-
-    run: object
-    train: object  # tasks.base.Split
-    evals: object
-    data_sha: str
 
 
 def resolve_layer(layer: int, num_hidden_states: int) -> int:
@@ -101,19 +87,6 @@ def pooled_cells(run, poolings: list[str], layers: list[int]) -> list[Cell]:
     if dropped:
         run.note(f"{', '.join(dropped)} is defined on the last layer only; it is run at layer -1 alone")
     return cells
-
-
-def pooled_identity(run, cell: Cell, data_sha: str, n_train: int) -> dict:
-    """The identity fields a pooled cell shares across regimes; each regime adds its own protocol."""
-    from .. import records
-
-    ident = {"schema": records.SCHEMA_VERSION, "model": run.identity.model_id, "revision": run.identity.revision,
-             "task": run.task.name, "task_version": run.task.version, "data": data_sha, "pooling": cell.pooling,
-             "regime": run.spec.regime, "layer": cell.layer, "seed": cell.seed, "n_train": n_train,
-             "max_length": run.max_length, "dtype": run.spec.dtype}
-    if cell.train_size is not None:  # only sized cells: every run id written before sizes existed stays
-        ident.update(train_size=cell.train_size, train_draw=TRAIN_DRAW)
-    return ident
 
 
 def sized_config(cell: Cell, rows, available: int) -> dict:

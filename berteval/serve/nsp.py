@@ -16,7 +16,7 @@ import numpy as np
 from .. import features, models
 from ..errors import BertevalError
 from ..heads.nsp import PAIR_MAX_LENGTH, pretrained_proba
-from ..pairs import IS_NEXT, LABELS, NOT_NEXT
+from ..nsp_pairs import IS_NEXT, LABELS, NOT_NEXT
 from ..store import Store
 from ..tasks import get
 from .reading import Reading, measure

@@ -1,7 +1,7 @@
 """The app's span-QA model, and the words that say which head answers and how good it is.
 
 For the embedded default: the demo head, trained on every SQuAD question available (the train
-subset and the official dev set) and served with its k-fold estimate (`berteval.qa.kfold`: each
+subset and the official dev set) and served with its k-fold estimate (`berteval.regimes.kfold`: each
 dev question answered by a head that never saw its article); before that head is committed, the
 best official-protocol adapter (trained on the train subset, scored on dev). For any other
 checkpoint (a hub SQuAD model such as distilbert/distilbert-base-cased-distilled-squad, or a
@@ -14,9 +14,9 @@ import dataclasses
 
 from .. import hub, models
 from ..errors import BertevalError
-from ..qa import kfold
 from ..qa.inference import QAModel, head_model, load_adapter
 from ..records import RunRecord
+from ..regimes import kfold
 from ..store import Store
 from ..tasks import get
 

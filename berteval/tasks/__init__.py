@@ -6,7 +6,8 @@ from ..errors import BertevalError
 from . import nsp, squad, sst2
 from .base import Split, TaskData, TaskSpec
 
-TASKS: dict[str, TaskSpec] = {t.name: t for t in (sst2.TASK, squad.TASK, nsp.TASK)}
+# Registry order is reading order: the CLI, `ls`, the leaderboard's panels and findings list tasks so.
+TASKS: dict[str, TaskSpec] = {t.name: t for t in (sst2.TASK, nsp.TASK, squad.TASK)}
 
 
 def get(name: str) -> TaskSpec:

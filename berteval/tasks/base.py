@@ -25,7 +25,6 @@ from ..seeds import numpy_rng
 SENTENCE = "sentence classification"  # one text -> a class, from one pooled vector
 PAIR = "sentence-pair classification"  # two texts as [CLS] A [SEP] B [SEP] -> a class, from one pooled vector
 SPAN = "span QA"  # question + context -> a span of the context, from every token's start/end logits
-POOLED_KINDS = (SENTENCE, PAIR)
 
 
 @dataclass
@@ -123,6 +122,11 @@ class TaskSpec:
     max_length: int = 128  # tokens per input (a QA window for span QA) when a run does not say
     # Content checksum of splits as used (a subset changes it); span QA hashes its own fields.
     checksum: Callable[..., str] = sentence_checksum
+    label: str = ""  # how the leaderboard names it ("SQuAD v1.1"); empty = the name
+
+    @property
+    def display_name(self) -> str:
+        return self.label or self.name
 
     @property
     def main_metric(self) -> str:

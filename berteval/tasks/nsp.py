@@ -1,5 +1,5 @@
 """Next-sentence prediction on a fixed, documented pair set built from SQuAD v1.1's
-Wikipedia paragraphs (construction in `berteval.pairs`): 0 = IsNext, 1 = NotNext.
+Wikipedia paragraphs (construction in `berteval.nsp_pairs`): 0 = IsNext, 1 = NotNext.
 
 Probes train on pairs from the SQuAD train subset's articles and report on pairs from
 the official dev file's articles (or, without a data dir, rajpurkar/squad's train and
@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib.metadata
 from pathlib import Path
 
-from .. import pairs
+from .. import nsp_pairs
 from .base import PAIR, Split, TaskData, TaskSpec, hub_dataset, local_folder
 
 HUB_ID = "rajpurkar/squad"
@@ -45,12 +45,12 @@ def load(data_dir: Path | None) -> TaskData:
         source = f"hub:{HUB_ID}"
     splits = []
     for name in ("train", "validation"):
-        built, _ = pairs.build_pairs(pairs.articles_from_rows(ds[name]), PAIR_SEED)
+        built, _ = nsp_pairs.build_pairs(nsp_pairs.articles_from_rows(ds[name]), PAIR_SEED)
         splits.append(Split(name, [(p.a, p.b) for p in built], [p.label for p in built],
                             [f"{name}/{p.id}" for p in built]))
     # The splitter's version and the rules travel with the records (task_version pins them too).
     source += (f"; pairs: pysbd=={importlib.metadata.version('pysbd')}, seed {PAIR_SEED}, "
-               f">= {pairs.MIN_WORDS} words per sentence")
+               f">= {nsp_pairs.MIN_WORDS} words per sentence")
     return TaskData(splits[0], splits[1], source, TaskData.checksum(*splits))
 
 
@@ -59,7 +59,7 @@ TASK = TaskSpec(
     version="1",
     description=(
         "next-sentence prediction on Wikipedia sentence pairs built from SQuAD v1.1 contexts: pysbd sentences "
-        f"with >= {pairs.MIN_WORDS} words ([notes] not counted; pairs over a shorter one are dropped); "
+        f"with >= {nsp_pairs.MIN_WORDS} words ([notes] not counted; pairs over a shorter one are dropped); "
         "IsNext = sentences i, i+1 of one paragraph, NotNext = sentence i + a random sentence from another "
         f"article; exactly 50/50, seed {PAIR_SEED}; train on train-subset articles (2,598 pairs), report "
         "accuracy on dev articles (8,118 pairs); labels 0 = IsNext, 1 = NotNext (BERT's order)"
@@ -68,6 +68,7 @@ TASK = TaskSpec(
     hub_source=HUB_ID,
     local_layout="squad/train-subset.json, squad/dev-v1.1.json",
     metrics=("accuracy",),
-    labels=pairs.LABELS,
+    labels=nsp_pairs.LABELS,
     load=load,
+    label="NSP",
 )

@@ -122,4 +122,5 @@ TASK = TaskSpec(
     load=load,
     max_length=QA_DEFAULTS.max_length,
     checksum=checksum,
+    label="SQuAD v1.1",
 )

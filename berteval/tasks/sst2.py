@@ -64,4 +64,5 @@ TASK = TaskSpec(
     metrics=("accuracy",),
     labels=("negative", "positive"),
     load=load,
+    label="SST-2",
 )

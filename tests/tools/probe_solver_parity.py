@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from berteval import features, models  # noqa: E402
 from berteval.config import data_dir  # noqa: E402
-from berteval.heads import linear  # noqa: E402
+from berteval.heads import probe as linear  # noqa: E402
 from berteval.store import Store  # noqa: E402
 from berteval.tasks import get  # noqa: E402
 from berteval.tasks.base import split_checksum  # noqa: E402

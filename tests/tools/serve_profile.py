@@ -18,7 +18,7 @@ import app  # noqa: E402
 from berteval import serve  # noqa: E402
 from berteval.bench import latency  # noqa: E402
 from berteval.qa import inference  # noqa: E402
-from leaderboard import logits  # noqa: E402
+from leaderboard.figures import qa_logits as logits  # noqa: E402
 
 
 def main() -> None:

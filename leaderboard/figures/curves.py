@@ -22,8 +22,10 @@ import plotly.graph_objects as go
 
 from berteval.stats import summarise
 
-from . import data
-from .figures import LEGEND_TOP, _panels, _usable, colour, fails_soft, fmt, message, metric_scale, metric_title
+from .. import data
+from ..labels import reading_order, regime_rank
+from .base import fails_soft, message, panels, usable
+from .style import LEGEND_TOP, colour, fmt, metric_scale, metric_title
 
 DASH = {"probe": "solid", "finetune": "dash"}  # other regimes: dotted
 SPAN = "span"  # the per-token span head's pooling field
@@ -77,7 +79,7 @@ def learning_curves(df: pd.DataFrame) -> go.Figure:
     title = ("Learning curves: dev score against the training examples the head was fit on (log scale)<br>"
              "<sup>lines: mean over seeds of one training size; bands: 95% interval across seeds; "
              "solid: frozen probe, dashed: fine-tuned</sup>")
-    df, msg = _usable(df, title, needed=CURVE_COLUMNS)
+    df, msg = usable(df, title, needed=CURVE_COLUMNS)
     if msg:
         return msg
     agg = data.aggregate(df[(df["layer"] == -1) & (pd.to_numeric(df["n_train"]) > 0)])
@@ -85,15 +87,15 @@ def learning_curves(df: pd.DataFrame) -> go.Figure:
     if agg.empty:
         return message(title, "no learning-curve records: a pooling needs records at two or more training sizes "
                               "(`python -m berteval run ... --train-sizes 32,128,512,full`)")
-    keys = sorted(agg.groupby(["task", "model"]).groups)
-    fig, shown = _panels([f"{task} · {model}" for task, model in keys], 420), set()
+    keys = reading_order(agg.groupby(["task", "model"]).groups, ("task", "model"))
+    fig, shown = panels([f"{task} · {model}" for task, model in keys], 420), set()
     dtypes = agg["dtype"].value_counts()
     for i, (task, model) in enumerate(keys, start=1):
         panel = agg[(agg["task"] == task) & (agg["model"] == model)]
         scale = metric_scale(panel["mean"])
         order = data.pooling_order(panel["pooling"])
         for (regime, pooling, dtype), line in sorted(panel.groupby(["regime", "pooling", "dtype"]),
-                                                     key=lambda kv: (kv[0][0] != "probe", order.index(kv[0][1]))):
+                                                     key=lambda kv: (regime_rank(kv[0][0]), order.index(kv[0][1]))):
             line = line.sort_values("n_train")
             name = f"{pooling} · {regime}" + (f" · {dtype}" if dtype != dtypes.index[0] else "")
             _draw_line(fig, line, line["n_train"].tolist(), name, DASH.get(regime, "dot"), scale,
@@ -113,15 +115,15 @@ def every_layer(df: pd.DataFrame) -> go.Figure:
     """Main metric against the hidden-state layer, every pooling with two or more layers (main setup)."""
     title = ("Every layer: which hidden state to read, per pooling (0 = embeddings, last = final layer)<br>"
              "<sup>mean over seeds; bands: 95% interval across seeds; each model's largest training set</sup>")
-    df, msg = _usable(df, title)
+    df, msg = usable(df, title)
     if msg:
         return msg
     agg = _lines(data.aggregate(data.main_setups(df)), ["task", "model", "regime", "pooling"], "layer_label")
     if agg.empty:
         return message(title, "no layer records: a pooling needs records at two or more layers "
                               "(`python -m berteval run ... --layers 0,1,2,3,4,5,6`)")
-    keys = sorted(agg.groupby(["task", "model", "regime"]).groups)
-    fig, shown = _panels([f"{task} · {model} · {regime}" for task, model, regime in keys], 420), set()
+    keys = reading_order(agg.groupby(["task", "model", "regime"]).groups)
+    fig, shown = panels([f"{task} · {model} · {regime}" for task, model, regime in keys], 420), set()
     for i, (task, model, regime) in enumerate(keys, start=1):
         panel = agg[(agg["task"] == task) & (agg["model"] == model) & (agg["regime"] == regime)]
         scale = metric_scale(panel["mean"])
@@ -165,15 +167,15 @@ def span_vector(df: pd.DataFrame) -> go.Figure:
     title = ("Span QA from one vector: the per-token head (two logits per token) against heads that read one "
              "pooled vector<br><sup>frozen encoder, same training questions, full dev; bars: mean over seeds, "
              "whiskers: 95% interval across seeds</sup>")
-    df, msg = _usable(df, title, needed=("model", "task", "regime", "pooling", "seed", "metrics", "dtype", "value"))
+    df, msg = usable(df, title, needed=("model", "task", "regime", "pooling", "seed", "metrics", "dtype", "value"))
     if msg:
         return msg
     heads = span_heads(df)
     if heads.empty:
         return message(title, "no one-vector span records beside a per-token one: "
                               "`python -m berteval run --task squad --regime probe --pooling cls,pooler,mean`")
-    keys = sorted(heads.groupby(["task", "model"]).groups)
-    fig = _panels([f"{task} · {model} · probe" for task, model in keys], 360)
+    keys = reading_order(heads.groupby(["task", "model"]).groups, ("task", "model"))
+    fig = panels([f"{task} · {model} · probe" for task, model in keys], 360)
     for i, (task, model) in enumerate(keys, start=1):
         panel = heads[(heads["task"] == task) & (heads["model"] == model)]
         order = [SPAN] + data.pooling_order(p for p in panel["pooling"] if p != SPAN)

@@ -37,7 +37,6 @@ from .seeds import numpy_rng
 IS_NEXT, NOT_NEXT = 0, 1  # BERT's order: seq_relationship index 0 = "B follows A"
 LABELS = ("IsNext", "NotNext")
 MIN_WORDS = 4
-SPLITTER = "pysbd (language en, clean=False)"
 _BRACKETED = re.compile(r"\[[^\]]*\]")
 _HAS_LETTER = re.compile(r"[^\W\d_]")
 

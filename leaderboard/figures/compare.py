@@ -17,11 +17,13 @@ import math
 import pandas as pd
 import plotly.graph_objects as go
 
-from berteval.lookup import short_name
+from berteval.record_lookup import short_name
 from berteval.stats import summarise
 
-from . import data, figures, references
-from .findings import regime_name, task_name
+from .. import data, references
+from ..labels import reading_order, regime_name, task_name
+from .base import fails_soft, hover, message, panels, usable, y_range
+from .style import FONT, LEGEND_TOP, colour, fmt, metric_scale, metric_title
 
 MODEL_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
 REFERENCE_COLOUR = "#7f7f7f"
@@ -44,10 +46,10 @@ def model_pooling_table(df: pd.DataFrame) -> pd.DataFrame:
     cols = data.pooling_order(agg["pooling"])
     rows = []
     for (task, regime, model), g in agg.groupby(["task", "regime", "model"], sort=True):
-        scale = figures.metric_scale(g["mean"])
+        scale = metric_scale(g["mean"])
         row = {"task": task, "regime": regime, "model": model}
         for _, r in g.iterrows():
-            row[r["pooling"]] = f"{figures.fmt(r['mean'], scale)} ± {figures.fmt(r['std'], scale)} ({r['n_seeds']})"
+            row[r["pooling"]] = f"{fmt(r['mean'], scale)} ± {fmt(r['std'], scale)} ({r['n_seeds']})"
         rows.append(row)
     out = pd.DataFrame(rows)
     return out.reindex(columns=["task", "regime", "model", *cols]).fillna("—")
@@ -57,24 +59,23 @@ def _model_colours(models) -> dict[str, str]:
     return {m: MODEL_COLOURS[i % len(MODEL_COLOURS)] for i, m in enumerate(sorted(models))}
 
 
-@figures.fails_soft("Models side by side")
+@fails_soft("Models side by side")
 def model_pooling_figure(df: pd.DataFrame, with_references: bool = True) -> go.Figure:
     title = ("Models side by side: main metric per pooling (last layer), mean and 95% CI across seeds<br>"
              "<sup>grey open stars: published numbers for context (other models and protocols), never ranked</sup>")
-    df, msg = figures._usable(df, title)
+    df, msg = usable(df, title)
     if msg:
         return msg
     agg = data.aggregate(_last_layer_main(df))
     if agg.empty:
-        return figures.message(title, "no last-layer records")
-    keys = sorted(agg.groupby(["task", "regime"]).groups,
-                  key=lambda k: (k[0], figures._regime_rank(k[1])))
-    fig = figures._panels([f"{task_name(t)} · {regime_name(r)}" for t, r in keys])
+        return message(title, "no last-layer records")
+    keys = reading_order(agg.groupby(["task", "regime"]).groups, ("task", "regime"))
+    fig = panels([f"{task_name(t)} · {regime_name(r)}" for t, r in keys])
     colours = _model_colours(agg["model"].unique())
     shown = set()
     for i, (task, regime) in enumerate(keys, start=1):
         panel = agg[(agg["task"] == task) & (agg["regime"] == regime)]
-        scale = figures.metric_scale(panel["mean"])
+        scale = metric_scale(panel["mean"])
         refs = references.references(task, regime) if with_references else references.references().iloc[0:0]
         refs = refs[refs["metric"] == panel["main_metric"].iloc[0]]
         order = data.pooling_order(list(panel["pooling"]) + list(refs["pooling"]))
@@ -85,7 +86,7 @@ def model_pooling_figure(df: pd.DataFrame, with_references: bool = True) -> go.F
                 offsetgroup=model, showlegend=model not in shown,
                 marker=dict(size=13, symbol="diamond", color=colours[model], line=dict(width=1, color="#222")),
                 error_y=dict(type="data", array=g["ci95_half"].fillna(0), visible=True, thickness=2, width=8),
-                hovertext=[f"<b>{short_name(model)}</b><br>{figures._hover(r, scale)}" for _, r in g.iterrows()],
+                hovertext=[f"<b>{short_name(model)}</b><br>{hover(r, scale)}" for _, r in g.iterrows()],
                 hoverinfo="text"), row=i, col=1)
             shown.add(model)
         if not refs.empty:
@@ -99,10 +100,10 @@ def model_pooling_figure(df: pd.DataFrame, with_references: bool = True) -> go.F
             shown.add("published")
         fig.update_xaxes(type="category", categoryorder="array", categoryarray=order, title_text="pooling",
                          row=i, col=1)
-        fig.update_yaxes(title_text=figures.metric_title(panel["main_metric"].iloc[0], panel["mean"]),
-                         range=figures._y_range(panel, scale, refs["shown"]), row=i, col=1)
+        fig.update_yaxes(title_text=metric_title(panel["main_metric"].iloc[0], panel["mean"]),
+                         range=y_range(panel, scale, refs["shown"]), row=i, col=1)
     fig.update_layout(title=dict(text=title), scattermode="group", scattergap=0.5,
-                      legend=dict(figures.LEGEND_TOP, title="model"))
+                      legend=dict(LEGEND_TOP, title="model"))
     return fig
 
 
@@ -118,7 +119,7 @@ def pooler_minus_cls(df: pd.DataFrame) -> pd.DataFrame:
         seeds = sorted(set(p.index) & set(c.index))
         if not seeds:
             continue
-        scale = figures.metric_scale(g["value"])
+        scale = metric_scale(g["value"])
         # In points: accuracy differences (0-1) times 100; SQuAD's EM/F1 already are points.
         factor = 100.0 if scale == 1 else 1.0
         diffs = [float(p[s] - c[s]) * factor for s in seeds]
@@ -130,14 +131,14 @@ def pooler_minus_cls(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=EFFECT_COLUMNS)
 
 
-@figures.fails_soft("pooler minus cls")
+@fails_soft("pooler minus cls")
 def pooler_effect_figure(df: pd.DataFrame) -> go.Figure:
     title = ("Does a trained pooler help? pooler minus cls per model and regime, paired by seed<br>"
              "<sup>dot: mean of the per-seed differences (points); bar: 95% t-interval; open circles: each seed; "
              "0 = no difference</sup>")
     eff = pooler_minus_cls(df)
     if eff.empty:
-        return figures.message(title, "no model has both `pooler` and `cls` records at the last layer for one seed")
+        return message(title, "no model has both `pooler` and `cls` records at the last layer for one seed")
     eff = eff.assign(label=[f"{task_name(t)} · {regime_name(r)} · {short_name(m)}"
                             for m, t, r in zip(eff["model"], eff["task"], eff["regime"])])
     eff = eff.sort_values(["task", "regime", "model"], ascending=False, kind="stable")
@@ -146,7 +147,7 @@ def pooler_effect_figure(df: pd.DataFrame) -> go.Figure:
     fig.add_vline(x=0, line=dict(color="#888", dash="dash"))
     fig.add_trace(go.Scatter(
         x=mean, y=eff["label"], mode="markers", name="mean difference", showlegend=False,
-        marker=dict(size=12, color=figures.colour("pooler"), line=dict(width=1, color="#222")),
+        marker=dict(size=12, color=colour("pooler"), line=dict(width=1, color="#222")),
         error_x=dict(type="data", symmetric=False, array=(hi - mean).fillna(0), arrayminus=(mean - lo).fillna(0),
                      thickness=2, width=6, color="#222"),
         hovertext=[f"<b>{r.label}</b><br>pooler − cls = {m:+.2f} points"
@@ -157,7 +158,7 @@ def pooler_effect_figure(df: pd.DataFrame) -> go.Figure:
     for r in eff.itertuples():
         fig.add_trace(go.Scatter(x=r.diffs, y=[r.label] * len(r.diffs), mode="markers", showlegend=False,
                                  hoverinfo="skip", marker=dict(symbol="circle-open", size=8, color="#555")))
-    fig.update_layout(title=dict(text=title), height=170 + 48 * len(eff), font=figures.FONT, template="plotly_white",
+    fig.update_layout(title=dict(text=title), height=170 + 48 * len(eff), font=FONT, template="plotly_white",
                       margin=dict(l=330, r=40, t=100, b=60),
                       xaxis=dict(title="pooler − cls (points; + = the pooler reads better)", zeroline=False))
     return fig

@@ -3,7 +3,7 @@
 The question a probe answers is "what does this vector already hold", so the encoder
 stays frozen and the head is the simplest honest one: standardised features and an
 L2-regularised logistic regression (scikit-learn's objective, solved exactly by Newton's
-method along the C grid in `heads.logistic`). The regularisation strength is
+method along the C grid in `heads.newton_logistic`). The regularisation strength is
 chosen on a seeded held-out slice of *train*; dev is touched once, for the report.
 The seed decides the held-out slice, so seeds differ in training data and in the
 chosen C, which is the variation the mean ± std across seeds describes.
@@ -82,11 +82,11 @@ def _fold(coef: np.ndarray, intercept: np.ndarray, mean: np.ndarray, scale: np.n
 
 def _fit_heads(x: np.ndarray, y: np.ndarray, c_grid, start=None) -> tuple[dict[float, LinearHead], tuple | None]:
     """(one head per C on the same training rows, the standardised (w, b) of the smallest C or None).
-    Binary: the exact Newton path (`heads.logistic`), from `start` if given; more classes: scikit-learn's
+    Binary: the exact Newton path (`heads.newton_logistic`), from `start` if given; more classes: scikit-learn's
     multinomial lbfgs."""
     xs, mean, scale = _standardise(x)  # xs: (n, d) float64
     if set(np.unique(y)) <= {0, 1}:
-        from .logistic import fit_path
+        from .newton_logistic import fit_path
 
         path = fit_path(xs, y, c_grid, start=start)
         first = path[min(path)]

@@ -11,7 +11,8 @@ Most poolings are fixed functions of the hidden states, so a frozen encoder's po
 vectors can be cached once (`berteval.features`). A pooling with parameters of its own
 (`attention`) says how to build them (`build(hidden_size) -> torch.nn.Module`): the
 fine-tune head trains them with the encoder, and the probe trains them on token states
-held in memory (`berteval.regimes.tokens`); it is never cached as a fixed vector.
+held in memory (`berteval.heads.tokens`); it is never cached as a fixed vector. Its
+parameters live beside the registry (`pooling.attention`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .errors import BertevalError
+from ..errors import BertevalError
 
 
 @dataclass
@@ -104,7 +105,7 @@ def _attention(x: PoolInput):
 
 
 def _build_attention(hidden_size: int):
-    from .heads.attention import AttentionPooling  # torch: only when a head is built
+    from .attention import AttentionPooling  # torch: only when a head is built
 
     return AttentionPooling(hidden_size)
 

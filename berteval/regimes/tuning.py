@@ -1,7 +1,7 @@
-"""How a span-QA fine-tune decides which weights move, and what of it is kept: one recipe each.
+"""Which weights a span-QA fine-tune moves, and what of it is kept: one `Tuning` each.
 
 - `lora`: LoRA r=16 on every encoder linear layer plus the span head (the committed `finetune`
-  regime's recipe; its adapter is 2.6 MiB).
+  regime's tuning; its adapter is 2.6 MiB).
 - `lora-plus`: LoRA r=24 on the same layers, plus every bias and every LayerNorm trained, plus
   the span head: closer to a full fine-tune, still one file under the 5 MiB that committed
   artifacts may take (3.9 MiB).
@@ -9,8 +9,9 @@
   so the other two can be judged against it; its weights are too large to commit, so it saves
   no artifact and the app cannot serve it.
 
-Each regime that fine-tunes a span head names one recipe (`berteval.qa.regimes.SpanFinetune`);
-the recipe's `describe()` is part of the run's identity. Torch-free at import time.
+Each regime that fine-tunes a span head names one tuning (`berteval.regimes.span.SpanFinetune`);
+its `describe()` is part of the run's identity. (Not to be confused with a derivation recipe,
+`berteval.derive.base.Recipe`: how a derived encoder is made.) Torch-free at import time.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ ARTIFACT_LIMIT_MB = 5.0  # committed artifacts stay small: each file under 5 MiB
 
 
 @dataclass(frozen=True)
-class Recipe:
+class Tuning:
     name: str
     trained: str  # in words, for records and the page
     defaults: dict  # epochs, lr, batch_size
@@ -34,7 +35,7 @@ class Recipe:
     extra: dict = field(default_factory=dict)  # further identity entries
 
     def describe(self) -> dict:
-        """What defines the recipe, for the run's identity and the record's config."""
+        """What defines the tuning, for the run's identity and the record's config."""
         out = {"trained": self.trained, **self.extra}
         if self.lora is not None:
             out["lora"] = {k: self.lora[k] for k in ("r", "lora_alpha", "lora_dropout")}
@@ -54,32 +55,32 @@ class Recipe:
         return trained.merge_and_unload() if self.lora is not None else trained
 
     def save(self, trained, folder: Path, info: dict) -> bool:
-        """Write the artifact the app loads (adapter + span head); False when the recipe keeps none."""
+        """Write the artifact the app loads (adapter + span head); False when the tuning keeps none."""
         if not self.committable:
             return False
-        from .inference import save_adapter
+        from ..qa.inference import save_adapter
 
-        save_adapter(trained, folder, {**info, "recipe": self.name})
+        save_adapter(trained, folder, {**info, "recipe": self.name})  # the key every committed adapter carries
         return True
 
 
-LORA = Recipe(
+LORA = Tuning(
     "lora", "LoRA adapters on every encoder linear layer + span head",
     {"epochs": 2.0, "lr": 5e-4, "batch_size": 32},
     # dropout on the LoRA input doubled step time on CPU
     lora={"r": 16, "lora_alpha": 32, "lora_dropout": 0.0, "target_modules": ENCODER_LINEARS,
           "modules_to_save": ["qa_outputs"]})
-LORA_PLUS = Recipe(
+LORA_PLUS = Tuning(
     "lora-plus", "LoRA adapters on every encoder linear layer + every bias and LayerNorm + span head",
     {"epochs": 2.0, "lr": 5e-4, "batch_size": 32},
     lora={"r": 24, "lora_alpha": 48, "lora_dropout": 0.0, "target_modules": ENCODER_LINEARS, "bias": "lora_only",
           "modules_to_save": ["qa_outputs", "LayerNorm"]},
     extra={"also_trained": ["every bias", "every LayerNorm"]})
-FULL = Recipe(
+FULL = Tuning(
     "full", "every weight: encoder (embeddings included) + span head",
     # A full fine-tune moves 22.6 M weights, not 0.7 M: a smaller step than LoRA's, as in BERT's recipe
     # (which used 3e-5 to 5e-5 for thousands of steps; here a few hundred steps of a 6-layer model).
     {"epochs": 2.0, "lr": 1e-4, "batch_size": 32},
     committable=False)
 
-RECIPES = {r.name: r for r in (LORA, LORA_PLUS, FULL)}
+TUNINGS = {t.name: t for t in (LORA, LORA_PLUS, FULL)}

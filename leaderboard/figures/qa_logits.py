@@ -1,10 +1,11 @@
-"""Span QA's two logits per token, drawn: the app's "why two logits" chart.
+"""Span QA's two logits per token, drawn: the app's "why two logits" chart (Answer tab), live per question.
 
 An extractive QA head scores every token of the window twice, once as the answer's start
 and once as its end; the answer is the best-scoring (start <= end) pair inside the
 context. Plotting both curves over the tokens, with the question part shaded and the
 chosen start and end marked, shows it at a glance. Pure: arrays in, `go.Figure` out, and
-like the leaderboard's figures it fails soft.
+like the leaderboard's figures it fails soft. It lives with them because every Plotly figure does:
+`berteval` never imports plotly, and app.py only builds the page and wires it.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from .figures import WHITE, fails_soft, message
+from .base import fails_soft, message
+from .style import WHITE
 
 START_COLOUR, END_COLOUR = "#1f77b4", "#d62728"
 TITLE = "Start and end logits per token"

@@ -22,13 +22,13 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from .. import records
 from ..errors import BertevalError
-from ..regimes.base import Cell, CellRegime, CellResult
-from ..tasks.base import SPAN, Split, TaskData
+from ..tasks.base import Split, TaskData
+from .base import Cell, CellRegime, CellResult, Prepared
 
 KFOLD_SPLIT = "validation, k-fold by article"  # every k-fold record's split starts with this
 ALL = 0  # the fold number of the cell that trains on every question (the served head)
@@ -115,22 +115,17 @@ class _View:
         return self.data.eval
 
 
-@dataclass
-class _Prepared:
-    run: Any
-    views: dict[int, _View] = field(default_factory=dict)
-
-
 class KFold(CellRegime):
-    """Cross-validation by article around a regime that fine-tunes a span head (it must offer `fit`)."""
+    """Cross-validation by article around a regime that fine-tunes a span head: one whose contract takes
+    `folds` (the run loop refuses --folds for any other) and that offers `fit` and `evaluate`."""
 
     def __init__(self, inner: CellRegime, k: int):
-        if not hasattr(inner, "fit") or not hasattr(inner, "evaluate"):
-            raise BertevalError("--folds cross-validates a fine-tuned span head: use --task squad with --regime "
-                                "finetune, finetune-lora-plus or finetune-full")
+        if "folds" not in inner.contract.optional:
+            raise BertevalError(f"{type(inner).__name__} does not declare k-fold cells (Contract.optional 'folds')")
         if k < 2:
             raise BertevalError(f"--folds needs at least 2 folds, not {k}")
         self.inner, self.k = inner, k
+        self.contract = inner.contract
         self._data: dict[int, TaskData] | None = None
 
     def _view(self, run, fold: int) -> _View:
@@ -139,20 +134,19 @@ class KFold(CellRegime):
         return _View(run, self._data[fold])
 
     def cells(self, run) -> list[Cell]:
-        if run.task.kind != SPAN:
-            raise BertevalError(f"--folds splits SQuAD's dev articles; task {run.task.name!r} is not span QA")
         if run.spec.limit_eval is not None:
             raise BertevalError("--folds answers every dev question once; drop --limit-eval")
         return [FoldCell.of(c, f) for c in self.inner.cells(run) for f in (*range(1, self.k + 1), ALL)]
 
     def identity(self, run, cell: FoldCell) -> dict:
+        """The inner regime's identity of the cell on its fold's data, plus the fold (the `folds` optional field)."""
         return {**self.inner.identity(self._view(run, cell.fold), cell.base()), "protocol": KFOLD_SPLIT, "k": self.k,
                 "fold": cell.fold}
 
-    def prepare(self, run, todo: list[Cell]) -> _Prepared:
-        return _Prepared(run)  # each fold tokenises its own training windows when its turn comes
+    def prepare(self, run, todo: list[Cell]) -> Prepared:
+        return Prepared(run)  # each fold tokenises its own training windows when its turn comes
 
-    def fit_predict(self, prep: _Prepared, cell: FoldCell, run_id: str) -> CellResult:
+    def fit_predict(self, prep: Prepared, cell: FoldCell, run_id: str) -> CellResult:
         view = self._view(prep.run, cell.fold)
         base = cell.base()
         inner = self.inner.prepare(view, [base])
@@ -188,7 +182,7 @@ class KFold(CellRegime):
         predictions: dict[str, str] = {}
         for rec in folds:
             predictions.update(json.loads(run.store.inside(rec.predictions_file).read_text()))
-        dev = inner.dev
+        dev = inner.evals
         if set(predictions) != set(dev.ids):
             raise BertevalError("the folds' answers do not cover every dev question exactly once")
         metrics = run.score(predictions=predictions, golds={q: list(g.texts) for q, g in zip(dev.ids, dev.labels)})
