@@ -40,6 +40,7 @@ from tqdm.auto import tqdm
 from . import pooling as pooling_mod
 from . import precision
 from .config import cache_dir
+from .errors import BertevalError
 from .models import LoadedModel
 
 FEATURE_FORMAT = 1  # bump when the way vectors are computed changes: old cache entries stop matching
@@ -238,6 +239,31 @@ def encode_batch(
     return {k: v.float() for k, v in result.items()}
 
 
+def _encode_apart(model, texts, separate, joint, data_sha256, layers, max_length, dtype, max_tokens, max_batch,
+                  use_cache, progress, desc, how) -> EncodeResult:
+    """The bi-encoder poolings of pairs (A and B encoded as single texts, then combined) beside the joint ones."""
+    if not texts or not all(isinstance(t, tuple) and len(t) == 2 for t in texts):
+        raise BertevalError(f"pooling {', '.join(separate)} reads sentence pairs; these inputs are single texts")
+    common = dict(layers=layers, max_length=max_length, dtype=dtype, max_tokens=max_tokens, max_batch=max_batch,
+                  use_cache=use_cache, progress=progress, how=how)
+    out = encode(model, texts, data_sha256=data_sha256, poolings=joint, desc=desc, **common) if joint else None
+    vectors = dict(out.vectors) if out else {}
+    wall, encoded, repaired = (out.wall_s, out.encoded, list(out.repaired)) if out else (0.0, 0, [])
+    inner = sorted({pooling_mod.POOLINGS[p].of for p in separate})
+    sides = {}
+    for side, k in (("A", 0), ("B", 1)):
+        res = encode(model, [t[k] for t in texts], data_sha256=f"{data_sha256}/{side}", poolings=inner,
+                     desc=f"{desc} ({side} alone)", **common)
+        sides[side] = res.vectors
+        wall, encoded, repaired = wall + res.wall_s, encoded + res.encoded, repaired + list(res.repaired)
+    for name in separate:
+        of = pooling_mod.POOLINGS[name].of
+        for layer in layers:
+            if (of, layer) in sides["A"]:
+                vectors[(name, layer)] = pooling_mod.combine_uv(sides["A"][(of, layer)], sides["B"][(of, layer)])
+    return EncodeResult(vectors, encoded, wall, out.cache_dir if out else None, repaired)
+
+
 def encode(
     model: LoadedModel,
     texts: list[Text],
@@ -256,6 +282,10 @@ def encode(
 ) -> EncodeResult:
     """Vectors for every (pooling, layer) asked for, from one pass over `texts`."""
     precision.check(dtype)
+    separate = [p for p in poolings if pooling_mod.POOLINGS[p].separate]
+    if separate:  # bi-encoder readings: each text of the pair encoded alone (cached as single texts), combined
+        return _encode_apart(model, texts, separate, [p for p in poolings if p not in separate], data_sha256,
+                             layers, max_length, dtype, max_tokens, max_batch, use_cache, progress, desc, how)
     for name in poolings:
         pooling_mod.check_available(name, model.heads)
     wanted = [

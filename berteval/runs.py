@@ -73,7 +73,7 @@ def _store(ctx: Run, cell: Cell, rid: str, result: CellResult, wall_s: float) ->
     if result.head is not None:
         config["head_file"] = store.save_head(task, rid, result.head)
     rec = new_record(ctx, cell, rid, result, config, wall_s, predictions_file)
-    rec.paired_tests = store.paired_tests(rec, result.correct)
+    rec.paired_tests = store.paired_tests(rec, result.correct, result.predicted, result.gold)
     if store.append(rec):
         ctx.report.written.append(rec)
     elif store_mod.is_writer():  # another process into the same folder wrote this run id meanwhile

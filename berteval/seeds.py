@@ -9,7 +9,8 @@ import numpy as np
 # Streams keep independent uses of one seed apart (the probe's held-out slice must not
 # change when, say, NSP negatives are drawn with the same seed).
 _STREAMS = {"split": 1, "probe": 2, "pairs": 3, "subset": 4, "train": 5, "loader": 6, "segments": 7, "masking": 8,
-            "sizes": 9, "long_segments": 10, "long_masking": 11, "eval_masking": 12, "pretrain": 13}
+            "sizes": 9, "long_segments": 10, "long_masking": 11, "eval_masking": 12, "pretrain": 13,
+            "folds": 14}
 
 
 def numpy_rng(seed: int, stream: str) -> np.random.Generator:

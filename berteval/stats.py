@@ -47,3 +47,22 @@ def mcnemar_exact(correct_a, correct_b) -> dict:
     n = only_a + only_b
     p = 1.0 if n == 0 else float(sps.binomtest(only_a, n, 0.5).pvalue)
     return {"test": "mcnemar_exact", "n_only_self_correct": only_a, "n_only_other_correct": only_b, "p_value": p}
+
+
+def paired_bootstrap(pred_a, pred_b, gold, metric, n_resamples: int = 2000, seed: int = 0) -> dict:
+    """Paired bootstrap over examples for a metric that is not a mean of per-example scores (a correlation):
+    resample the examples with replacement, the same rows for both systems, and count how often the sign of
+    metric(a) - metric(b) flips from the observed one. Two-sided p = 2 x that share (capped at 1), the rule
+    of Koehn 2004 / Berg-Kirkpatrick et al. 2012 for paired system comparisons."""
+    a, b, y = (np.asarray(v, dtype=np.float64) for v in (pred_a, pred_b, gold))
+    if not (a.shape == b.shape == y.shape) or a.size < 3:
+        raise ValueError(f"paired bootstrap needs equal-length series ({a.shape}, {b.shape}, {y.shape})")
+    observed = metric(a, y) - metric(b, y)
+    rng = np.random.default_rng(seed)
+    diffs = np.empty(n_resamples)
+    for k in range(n_resamples):
+        idx = rng.integers(0, len(y), len(y))
+        diffs[k] = metric(a[idx], y[idx]) - metric(b[idx], y[idx])
+    flipped = float(np.mean(diffs <= 0)) if observed > 0 else float(np.mean(diffs >= 0))
+    return {"test": "paired_bootstrap", "difference": float(observed), "n_resamples": n_resamples, "seed": seed,
+            "p_value": min(1.0, 2.0 * flipped)}

@@ -235,10 +235,25 @@ class Store:
             return None
         return np.asarray(data["pred"]) == np.asarray(data["label"])
 
-    def paired_tests(self, record: RunRecord, correct: np.ndarray | None) -> list[dict]:
-        """McNemar against every finished record of the same group (re-read now, so records written by
-        a parallel process pair too), on the same eval examples."""
-        if correct is None:
+    def scores(self, record: RunRecord) -> tuple[np.ndarray, np.ndarray] | None:
+        """(predicted, gold) scores from a regression record's predictions file, else None."""
+        try:
+            path = self.inside(record.predictions_file) if record.predictions_file else None
+        except BertevalError:
+            return None
+        if path is None or not path.is_file():
+            return None
+        data = json.loads(path.read_text())
+        if not isinstance(data, dict) or data.get("kind") != "regression":
+            return None
+        return np.asarray(data["pred"], dtype=np.float64), np.asarray(data["label"], dtype=np.float64)
+
+    def paired_tests(self, record: RunRecord, correct: np.ndarray | None,
+                     predicted: np.ndarray | None = None, gold: np.ndarray | None = None) -> list[dict]:
+        """A paired test against every finished record of the same group (re-read now, so records written by
+        a parallel process pair too), on the same eval examples: McNemar on per-example correctness for a
+        classifier; for a score (`predicted`, `gold`), a paired bootstrap of the Pearson correlation."""
+        if correct is None and predicted is None:
             return []
         from . import stats  # scipy: seconds to import, needed by paired tests only
 
@@ -246,10 +261,18 @@ class Store:
         for peer in self.read(record.task)[0]:
             if peer.group_key() != record.group_key() or peer.run_id == record.run_id:
                 continue
-            other = self.correct(peer)
-            if other is None or other.shape != correct.shape:
-                continue
-            test = stats.mcnemar_exact(correct, other)
+            if predicted is not None:
+                other = self.scores(peer)
+                if other is None or other[0].shape != predicted.shape or not np.array_equal(other[1], gold):
+                    continue
+                from .metrics import pearson
+
+                test = stats.paired_bootstrap(predicted, other[0], gold, pearson)
+            else:
+                other = self.correct(peer)
+                if other is None or other.shape != correct.shape:
+                    continue
+                test = stats.mcnemar_exact(correct, other)
             tests.append({"other": {"pooling": peer.pooling, "layer": peer.layer, "run_id": peer.run_id}, **test})
         return tests
 

@@ -72,22 +72,24 @@ def pair_tests(df: pd.DataFrame, family: str = "last") -> pd.DataFrame:
         return pd.DataFrame(columns=PAIR_COLUMNS)
     rows = []
     for keys, g in p.groupby(GROUP, sort=False):
-        pairs: dict[tuple[str, str], list[tuple[int, float, int, int]]] = {}
+        pairs: dict[tuple[str, str], list[tuple[int, float, int, int, int]]] = {}
         for r in g.itertuples():
             h1, h2 = sorted((r.a, r.b))
             x1, x2 = (r.a_only, r.b_only) if r.a == h1 else (r.b_only, r.a_only)
-            pairs.setdefault((h1, h2), []).append((int(r.seed), float(r.p_value), int(x1 or 0), int(x2 or 0)))
+            ahead = int(r.direction) if r.a == h1 else -int(r.direction)  # +1: head_1 ahead (counts or a bootstrap)
+            count = lambda x: 0 if x is None or (isinstance(x, float) and np.isnan(x)) else int(x)  # noqa: E731
+            pairs.setdefault((h1, h2), []).append((int(r.seed), float(r.p_value), count(x1), count(x2), ahead))
         group_rows = []
         for (h1, h2), tests in sorted(pairs.items()):
             tests.sort()
-            signs = {np.sign(x1 - x2) for _, _, x1, x2 in tests}
+            signs = {ahead for *_, ahead in tests}
             consistent = len(signs) == 1 and 0 not in signs
-            p_max = max(pv for _, pv, _, _ in tests) if consistent else 1.0
+            p_max = max(pv for _, pv, *_ in tests) if consistent else 1.0
             better = (h1 if signs == {1} else h2) if consistent else ""
             group_rows.append({**dict(zip(GROUP, keys)), "head_1": h1, "head_2": h2,
                                "seeds": ", ".join(str(s) for s, *_ in tests),
-                               "p_seeds": ", ".join(f"{pv:.3g}" for _, pv, _, _ in tests), "p_max": p_max,
-                               "only_1": sum(x1 for *_, x1, _ in tests), "only_2": sum(x2 for *_, x2 in tests),
+                               "p_seeds": ", ".join(f"{pv:.3g}" for _, pv, *_ in tests), "p_max": p_max,
+                               "only_1": sum(t[2] for t in tests), "only_2": sum(t[3] for t in tests),
                                "consistent": consistent, "better": better})
         for row, adj in zip(group_rows, holm(r["p_max"] for r in group_rows)):
             row["p_holm"] = adj

@@ -16,6 +16,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Iterable
 
+import numpy as np
 import pandas as pd
 
 from berteval import markup, record_lookup
@@ -205,7 +206,7 @@ def pairs(df: pd.DataFrame) -> pd.DataFrame:
     appears once; `a` is the later record, `b` the earlier one, counts from a's side.
     """
     cols = ["model", "task", "regime", "seed", "a", "b", "a_pooling", "a_layer", "b_pooling", "b_layer",
-            "test", "a_only", "b_only", "p_value"]
+            "test", "a_only", "b_only", "p_value", "direction"]
     rows = []
     if df is not None and not df.empty and "paired_tests" in df:
         for _, r in df.iterrows():
@@ -220,8 +221,19 @@ def pairs(df: pd.DataFrame) -> pd.DataFrame:
                     "a_pooling": r["pooling"], "a_layer": r["layer"], "b_pooling": other["pooling"],
                     "b_layer": b_layer, "test": t.get("test", ""), "a_only": t.get("n_only_self_correct"),
                     "b_only": t.get("n_only_other_correct"), "p_value": float(t["p_value"]),
+                    # which side is ahead: McNemar's discordant counts, or a bootstrap's observed difference
+                    "direction": _direction(t),
                 })
     return pd.DataFrame(rows, columns=cols)
+
+
+def _direction(test: dict) -> int:
+    """+1 when the later record (a) is ahead, -1 when the earlier one is, 0 for a tie."""
+    if "difference" in test:
+        d = float(test["difference"])
+    else:
+        d = float((test.get("n_only_self_correct") or 0) - (test.get("n_only_other_correct") or 0))
+    return int(np.sign(d))
 
 
 def filter_records(df: pd.DataFrame, **filters) -> pd.DataFrame:

@@ -22,7 +22,8 @@ def test_layers_resolve_to_canonical_ids():
 
 def test_vectors_equal_a_direct_forward_for_every_pooling_and_layer(tiny_models):
     m = models.load(str(tiny_models["pretraining"]))
-    names = [p for p, spec in pooling.POOLINGS.items() if not spec.trained]  # a trained pooling is never cached
+    # a trained pooling is never cached; a bi-encoder one reads pairs (its own test below)
+    names = [p for p, spec in pooling.POOLINGS.items() if not spec.trained and not spec.separate]
     res = features.encode(m, TEXTS, data_sha256="t", poolings=names, layers=[-1, 1], max_tokens=8,
                           progress=False)
     # pooler (and first-last-avg) are last-layer only; everything else at both layers
@@ -37,6 +38,20 @@ def test_vectors_equal_a_direct_forward_for_every_pooling_and_layer(tiny_models)
             with torch.no_grad():
                 want = pooling.apply(name, hidden, batch["attention_mask"], m.encoder, out.hidden_states)[0].numpy()
             np.testing.assert_allclose(arr[i], want, atol=1e-5, err_msg=f"{name}@{layer}")
+
+
+def test_the_bi_encoder_reading_is_u_v_and_their_distance(tiny_models):
+    """bi-mean: A and B each encoded alone (no [SEP] pair input), mean-pooled, read as (u, v, |u - v|)."""
+    m = models.load(str(tiny_models["pretraining"]))
+    pairs = [("good movie", "the plot was dull"), ("fun", "a very fine film and story")]
+    res = features.encode(m, pairs, data_sha256="pairs", poolings=["bi-mean", "cls"], layers=[-1], progress=False)
+    for i, (a, b) in enumerate(pairs):
+        u, v = (features.encode(m, [t], data_sha256=f"one-{t}", poolings=["mean"], progress=False,
+                                use_cache=False).vectors[("mean", -1)][0] for t in (a, b))
+        np.testing.assert_allclose(res.vectors[("bi-mean", -1)][i], np.concatenate([u, v, np.abs(u - v)]), atol=1e-5)
+    assert res.vectors[("cls", -1)].shape == (2, m.hidden_size)  # the joint reading beside it, as BERT encodes a pair
+    with pytest.raises(Exception, match="reads sentence pairs"):
+        features.encode(m, ["single"], data_sha256="x", poolings=["bi-mean"], progress=False)
 
 
 def test_cache_warm_rerun_encodes_nothing_and_adds_only_missing(tiny_models):

@@ -18,7 +18,7 @@ from .. import features, pooling, precision
 class PooledClassifier(torch.nn.Module):
     """encoder -> pooling (registry) -> dropout -> Linear(width, n_labels)."""
 
-    def __init__(self, encoder: torch.nn.Module, pooling_name: str, n_labels: int):
+    def __init__(self, encoder: torch.nn.Module, pooling_name: str, n_labels: int, regression: bool = False):
         super().__init__()
         self.encoder = encoder
         self.pooling = pooling_name
@@ -26,7 +26,9 @@ class PooledClassifier(torch.nn.Module):
         hidden = encoder.config.hidden_size
         self.pool = spec.build(hidden) if spec.trained else None  # the pooling's own parameters, trained here
         self.dropout = torch.nn.Dropout(getattr(encoder.config, "hidden_dropout_prob", 0.1))
-        self.classifier = torch.nn.Linear(spec.width(hidden), n_labels)
+        # A score (STS-B) is one output with a squared-error loss, as BertForSequenceClassification with num_labels=1.
+        self.regression = regression
+        self.classifier = torch.nn.Linear(spec.width(hidden), 1 if regression else n_labels)
 
     def forward(self, input_ids, attention_mask, token_type_ids=None, labels=None):
         kwargs = {"token_type_ids": token_type_ids} if token_type_ids is not None else {}
@@ -35,9 +37,12 @@ class PooledClassifier(torch.nn.Module):
                            **kwargs)
         vec = pooling.apply(self.pooling, out.last_hidden_state, attention_mask, self.encoder,
                             out.hidden_states if all_states else None, self.pool)  # (B, width)
-        logits = self.classifier(self.dropout(vec))  # (B, n_labels)
-        loss = torch.nn.functional.cross_entropy(logits.float(), labels) if labels is not None else None
-        return loss, logits
+        logits = self.classifier(self.dropout(vec))  # (B, n_labels), or (B, 1) for a score
+        if labels is None:
+            return None, logits
+        if self.regression:
+            return torch.nn.functional.mse_loss(logits.float()[:, 0], labels.float()), logits
+        return torch.nn.functional.cross_entropy(logits.float(), labels), logits
 
 
 class Examples(torch.utils.data.Dataset):
@@ -66,7 +71,7 @@ def collate_fn(tokenizer, ds: Examples):
 
 @torch.inference_mode()
 def predict(model: PooledClassifier, loaded, texts: list, max_length: int, dtype: str) -> np.ndarray:
-    """(N, n_labels) probabilities, in the order of `texts`. The model was just trained (or is being: the
+    """(N, n_labels) probabilities (a regression head: (N, 1) scores), in the order of `texts`. The model was just trained (or is being: the
     held-out check between epochs), so bf16 runs as it trained, under autocast over its fp32 weights
     (`precision.MIXED`), with the fp32 token budget: the bf16 fine-tune records keep reproducing."""
     model.eval()
@@ -74,7 +79,8 @@ def predict(model: PooledClassifier, loaded, texts: list, max_length: int, dtype
     for idx, batch in features.padded_batches(loaded, texts, max_length):
         with precision.autocast(dtype):
             _, logits = model(**batch)
-        p = torch.softmax(logits.float(), -1).numpy()
+        # A score is the output itself; classes get their softmax.
+        p = logits.float().numpy() if model.regression else torch.softmax(logits.float(), -1).numpy()
         if out is None:
             out = np.zeros((len(texts), p.shape[1]), dtype=np.float32)
         out[idx] = p

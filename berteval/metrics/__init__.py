@@ -106,11 +106,11 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("f1", "SQuAD v1.1 token F1 after normalisation, max over gold answers", "squad_v1", _squad_inputs,
            scale="0-100", label="F1"),
     Metric("binary_f1", "F1 of the positive class (MRPC: the paraphrase class), 0-1", "binary_f1",
-           _classification_inputs, key="f1"),
+           _classification_inputs, key="f1", label="paraphrase F1"),
     Metric("pearson", "Pearson correlation of predicted and gold scores x 100 (GLUE's STS-B convention)",
-           "correlation", _regression_inputs, scale="0-100"),
+           "correlation", _regression_inputs, scale="0-100", label="Pearson x100"),
     Metric("spearman", "Spearman rank correlation of predicted and gold scores x 100 (GLUE's convention)",
-           "correlation", _regression_inputs, scale="0-100"),
+           "correlation", _regression_inputs, scale="0-100", label="Spearman x100"),
 )}
 
 

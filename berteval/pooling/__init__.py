@@ -45,6 +45,10 @@ class Pooling:
     needs_all_states: bool = False  # reads several layers: the encoder must return every hidden state
     default: bool = True  # part of the grid when --pooling is not given
     build: Callable[[int], Any] | None = None  # hidden size -> torch.nn.Module of the pooling's own parameters
+    # Reads a pair's two texts encoded apart (a bi-encoder), not BERT's one pair input: `berteval.features`
+    # encodes A and B as single texts with `of` pooling and combines the two vectors with `fn`.
+    separate: bool = False
+    of: str = ""
 
     @property
     def trained(self) -> bool:
@@ -100,6 +104,17 @@ def _cls_mean(x: PoolInput):
     return torch.cat([_cls(x), _mean(x)], dim=-1)  # (B, 2H): [CLS] state first, then the mean
 
 
+def combine_uv(u, v):
+    """Sentence-BERT's classification input (Reimers & Gurevych 2019, Section 3): (u, v, |u - v|)."""
+    import numpy as np
+
+    return np.concatenate([u, v, np.abs(u - v)], axis=1)  # (N, 3H)
+
+
+def _separate(x: PoolInput):
+    raise BertevalError("a bi-encoder pooling reads the pair's texts encoded apart: berteval.features builds it")
+
+
 def _attention(x: PoolInput):
     return x.module(x.hidden, x.mask)  # (B, H): the token states weighted by the learned query's scores
 
@@ -125,6 +140,10 @@ POOLINGS: dict[str, Pooling] = {
                 last_layer_only=True, needs_all_states=True, default=False),
         Pooling("cls+mean", _cls_mean, "the raw [CLS] state and the token mean, concatenated", width_factor=2,
                 default=False),
+        Pooling("bi-mean", _separate,
+                "sentence pairs encoded apart (a bi-encoder): u = mean of A's token states, v = B's, the head reads "
+                "(u, v, |u - v|) (Sentence-BERT's classification input)",
+                width_factor=3, default=False, separate=True, of="mean"),
         Pooling("attention", _attention,
                 "a learned query scores every token (dot product, softmax over the attention mask); the head "
                 "reads the weighted sum of token states (starts as the mean: the query starts at zero)",

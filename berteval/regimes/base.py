@@ -219,6 +219,8 @@ class CellResult:
     config: dict[str, Any] = field(default_factory=dict)  # regime-specific, into the record's config
     predictions: dict | None = None  # per-example predictions, written beside the record
     correct: "np.ndarray | None" = None  # per-example correctness, for paired tests (classification)
+    predicted: "np.ndarray | None" = None  # per-example scores, for paired tests (regression) ...
+    gold: "np.ndarray | None" = None  # ... and the gold scores they are compared with
     head: dict | None = None  # arrays of a linear head, saved as heads/<task>/<run_id>.npz
     wall_s: float | None = None  # the cell's own cost; None = the loop times fit_predict
     cleanup: Callable[[], None] | None = None  # run once the record is stored (e.g. drop a checkpoint)
@@ -237,6 +239,20 @@ def classified(prep: Prepared, run_id: str, pred, proba, *, positive: int = 1, *
         n_eval=len(evals), correct=pred == label, **fields,
         predictions={"run_id": run_id, "split": evals.name, "data_sha256": prep.data_sha, "label": label.tolist(),
                      "pred": pred.tolist(), "proba": np.round(shown, 5).tolist()})
+
+
+def regressed(prep: Prepared, run_id: str, pred, **fields) -> CellResult:
+    """A regression cell's result (STS-B): the task's metrics (correlations) on the eval split, the per-example
+    scores (`kind: regression`, so the paired tests take the bootstrap) and what the paired test compares."""
+    import numpy as np
+
+    evals, gold = prep.evals, np.asarray(prep.evals.labels, dtype=np.float64)
+    pred = np.asarray(pred, dtype=np.float64)
+    return CellResult(
+        metrics=prep.run.score(pred=pred, label=gold), data_sha256=prep.data_sha, split=evals.name,
+        n_eval=len(evals), predicted=pred, gold=gold, **fields,
+        predictions={"run_id": run_id, "split": evals.name, "data_sha256": prep.data_sha, "kind": "regression",
+                     "label": gold.tolist(), "pred": np.round(pred, 5).tolist()})
 
 
 class CellRegime:

@@ -23,9 +23,9 @@ import math
 
 from .. import pooling, precision
 from ..heads import probe
-from ..tasks.base import PAIR, SENTENCE, SPAN
+from ..tasks.base import PAIR, PAIR_REGRESSION, SENTENCE, SPAN
 from .base import (TRAIN_OPTIONS, Cell, CellRegime, CellResult, Contract, Prepared, Regime, classified,
-                   hyperparameters as _hyperparameters, splits)
+                   hyperparameters as _hyperparameters, regressed, splits)
 from .grid import check_poolings, check_sizes, draw_rows, pooled_cells, sized_config
 from .span import SpanFinetune
 
@@ -60,7 +60,16 @@ class PooledFinetune(CellRegime):
     bf16_path = precision.MIXED  # trained: autocast over fp32 weights (nothing in the id)
 
     def cells(self, run) -> list[Cell]:
+        from ..errors import BertevalError
+
+        if run.task.dev_folds:
+            raise BertevalError(f"{run.task.name} has no train set here and is scored by k-fold over its dev set: "
+                                f"run it with --regime probe")
         names = pooling.parse(run.spec.poolings) if run.spec.poolings else list(DEFAULT_POOLINGS)
+        separate = [n for n in names if pooling.POOLINGS[n].separate]
+        if separate:
+            raise BertevalError(f"pooling {', '.join(separate)} encodes the two texts apart (a bi-encoder); the "
+                                f"fine-tune trains the encoder on BERT's pair input. Probe it: --regime probe")
         return pooled_cells(run, names, [-1])
 
     def splits(self, run):
@@ -78,7 +87,7 @@ class PooledFinetune(CellRegime):
         check_poolings(run, todo, " (fine-tuning trains it)")
         train, evals, data_sha = self.splits(run)
         enc = features.tokenise(run.model, train.texts, run.max_length)
-        n_labels = max(max(train.labels), max(evals.labels)) + 1
+        n_labels = 1 if run.task.regression else max(max(train.labels), max(evals.labels)) + 1
         return Prepared(run, train, evals, data_sha, {"enc": enc, "n_labels": n_labels})
 
     def fit_predict(self, prep: Prepared, cell: Cell, run_id: str) -> CellResult:
@@ -109,17 +118,23 @@ class PooledFinetune(CellRegime):
         proba = predict(model, run.model, evals.texts, run.max_length, run.spec.dtype)
         wall = time.perf_counter() - t0
         losses = res.losses
-        return classified(
-            prep, run_id, proba.argmax(1), proba, n_train=len(tr_idx),
+        done = (lambda **kw: regressed(prep, run_id, proba[:, 0], **kw)) if run.task.regression else (
+            lambda **kw: classified(prep, run_id, proba.argmax(1), proba, **kw))
+        selection = "heldout_pearson_per_epoch" if run.task.regression else "heldout_accuracy_per_epoch"
+        return done(
+            n_train=len(tr_idx),
             config={"data_source": run.data.source, "train_examples_available": len(train),
                     "train_subset": f"fixed seeded subset of {len(train)} of {len(run.data.train)} train examples"
                     if train is not run.data.train else "full train", **sized_config(cell, rows, len(train)),
                     "max_length": run.max_length,
-                    "finetune": {"head": "dropout + Linear(hidden, labels) on the pooled vector; whole encoder trained",
+                    "finetune": {"head": ("dropout + Linear(hidden, 1) on the pooled vector, squared-error loss"
+                                          if run.task.regression else
+                                          "dropout + Linear(hidden, labels) on the pooled vector") +
+                                         "; whole encoder trained",
                                  **hp, "warmup_ratio": cfg.warmup_ratio, "weight_decay": cfg.weight_decay,
                                  "batches": "length-grouped", "steps": res.steps,
                                  "examples_seen": res.examples_seen, "epochs_run": res.epochs_run,
-                                 "train_wall_s": round(res.wall_s, 1), "heldout_accuracy_per_epoch":
+                                 "train_wall_s": round(res.wall_s, 1), selection:
                                  [round(x, 4) for x in res.epoch_scores], "selected_epoch": res.best_epoch,
                                  "n_heldout": len(ho_idx), "first_loss": round(losses[0], 4) if losses else None,
                                  "last_loss": round(float(np.mean(losses[-50:])), 4) if losses else None,
@@ -142,16 +157,22 @@ def _setup(prep: Prepared, cell: Cell, tr_idx, ho_idx):
     heldout_texts = [train.texts[i] for i in ho_idx]
     heldout_y = np.asarray([train.labels[i] for i in ho_idx])
     torch.manual_seed(cell.seed)  # the head's initialisation; batches use their own generators
-    model = PooledClassifier(copy.deepcopy(run.model.encoder), cell.pooling, prep.state["n_labels"])
+    model = PooledClassifier(copy.deepcopy(run.model.encoder), cell.pooling, prep.state["n_labels"],
+                             regression=run.task.regression)
     for param in model.parameters():
         param.requires_grad = True
     scores: list[float] = []
 
     def select(m, epoch: int) -> float:
-        acc = float((predict(m, run.model, heldout_texts, run.max_length, run.spec.dtype).argmax(1)
-                     == heldout_y).mean())
-        scores.append(acc)
-        return acc
+        out = predict(m, run.model, heldout_texts, run.max_length, run.spec.dtype)
+        if run.task.regression:
+            from ..metrics import pearson
+
+            score = pearson(out[:, 0], heldout_y)
+        else:
+            score = float((out.argmax(1) == heldout_y).mean())
+        scores.append(score)
+        return score
 
     return model, ds, collate_fn(run.model.tokenizer, ds), select, scores
 
@@ -159,5 +180,5 @@ def _setup(prep: Prepared, cell: Cell, tr_idx, ho_idx):
 REGIME = Regime(
     "finetune", "fine-tuned",
     "encoder and head trained together (a pooled classifier, or LoRA + a span head for QA)",
-    {SENTENCE: PooledFinetune, PAIR: PooledFinetune, SPAN: SpanFinetune},
+    {SENTENCE: PooledFinetune, PAIR: PooledFinetune, PAIR_REGRESSION: PooledFinetune, SPAN: SpanFinetune},
 )

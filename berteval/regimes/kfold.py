@@ -30,13 +30,14 @@ from ..errors import BertevalError
 from ..tasks.base import Split, TaskData
 from .base import Cell, CellRegime, CellResult, Prepared
 
-KFOLD_SPLIT = "validation, k-fold by article"  # every k-fold record's split starts with this
+KFOLD_PREFIX = "validation, k-fold"  # every k-fold record's split starts with this (by article, or over pairs)
+KFOLD_SPLIT = KFOLD_PREFIX + " by article"  # span QA's folds: dev articles
 ALL = 0  # the fold number of the cell that trains on every question (the served head)
 
 
 def is_kfold(split: str) -> bool:
     """A k-fold record (a fold or the estimate): never ranked with official-dev records."""
-    return str(split).startswith(KFOLD_SPLIT)
+    return str(split).startswith(KFOLD_PREFIX)
 
 
 def is_estimate(record: records.RunRecord) -> bool:

@@ -9,6 +9,7 @@ A pretrained head has nothing to seed and reads its own vector, so a run is one 
 from __future__ import annotations
 
 from .. import precision
+from ..errors import BertevalError
 from ..tasks.base import PAIR, SPAN
 from .base import Cell, CellRegime, CellResult, Contract, Prepared, Regime, classified
 from .span import SpanPretrained
@@ -22,6 +23,9 @@ class NSPPretrained(CellRegime):
     contract = Contract(cell=("pooling", "layer"), optional=("bf16", "processes"))
 
     def cells(self, run) -> list[Cell]:
+        if run.task.name != "nsp":
+            raise BertevalError(f"the pretrained regime scores a checkpoint's own next-sentence head, which answers "
+                                f"NSP only; {run.task.name} needs a trained head: --regime probe or finetune")
         if run.spec.seeds != [0]:
             run.note("the pretrained NSP head has no seed and reads its own pooler: one record (seed 0, layer -1); "
                      "--seeds does not apply")

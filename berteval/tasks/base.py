@@ -25,6 +25,8 @@ from ..seeds import numpy_rng
 SENTENCE = "sentence classification"  # one text -> a class, from one pooled vector
 PAIR = "sentence-pair classification"  # two texts as [CLS] A [SEP] B [SEP] -> a class, from one pooled vector
 SPAN = "span QA"  # question + context -> a span of the context, from every token's start/end logits
+PAIR_REGRESSION = "sentence-pair regression"  # two texts as one BERT pair -> a score (STS-B), from one pooled vector
+REGRESSION_KINDS = (PAIR_REGRESSION,)
 
 
 @dataclass
@@ -123,6 +125,13 @@ class TaskSpec:
     # Content checksum of splits as used (a subset changes it); span QA hashes its own fields.
     checksum: Callable[..., str] = sentence_checksum
     label: str = ""  # how the leaderboard names it ("SQuAD v1.1"); empty = the name
+    # Scored by k-fold cross-validation over its dev set (no train set to be had): records are estimates,
+    # shown apart from official-dev rows and never ranked with them (QNLI here).
+    dev_folds: int | None = None
+
+    @property
+    def regression(self) -> bool:
+        return self.kind in REGRESSION_KINDS
 
     @property
     def display_name(self) -> str:

@@ -19,5 +19,6 @@ TASK = TaskSpec(
     local_layout=glue.MRPC.layout,
     metrics=("accuracy", "binary_f1"),
     labels=glue.MRPC.labels,
+    label="MRPC",
     load=lambda data_dir: glue.load(glue.MRPC, data_dir),
 )

@@ -25,6 +25,7 @@ TASK = TaskSpec(
     local_layout=glue.QNLI.layout,
     metrics=("accuracy",),
     labels=glue.QNLI.labels,
+    label="QNLI (5-fold over dev)",
     load=lambda data_dir: glue.load(glue.QNLI, data_dir),
     dev_folds=FOLDS,
 )

@@ -18,5 +18,6 @@ TASK = TaskSpec(
     local_layout=glue.RTE.layout,
     metrics=("accuracy",),
     labels=glue.RTE.labels,
+    label="RTE",
     load=lambda data_dir: glue.load(glue.RTE, data_dir),
 )

@@ -20,5 +20,6 @@ TASK = TaskSpec(
     local_layout=glue.STSB.layout,
     metrics=("pearson", "spearman"),
     labels=(),
+    label="STS-B",
     load=lambda data_dir: glue.load(glue.STSB, data_dir),
 )
