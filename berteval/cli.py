@@ -88,6 +88,10 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--folds", type=int, default=None,
                    help="SQuAD fine-tunes: k-fold cross-validation by dev article (train + the other folds' dev "
                         "articles -> each fold's held-out articles), then a head trained on every question")
+    r.add_argument("--train-set", choices=("subset", "full"), default=None,
+                   help="SQuAD: train on the 17 official train articles (subset, default: the committed records) or "
+                        "on all 87,599 questions of squad/train-v1.1-reconstructed.json (full; its offsets by the "
+                        "rule of berteval.tasks.squad_offsets)")
     r.add_argument("--no-activation-checkpointing", dest="activation_checkpointing", action="store_false",
                    help="SQuAD fine-tunes: keep every layer's activations for the backward pass instead of "
                         "recomputing them, and leave glibc's heap growth at its default (a faster step, several GB more "
@@ -157,6 +161,7 @@ def _cmd_run(args) -> int:
         max_length=args.max_length,
         dtype=args.dtype,
         limit_train=args.limit_train,
+        train_set=args.train_set,
         train_sizes=parse_train_sizes(args.train_sizes),
         limit_eval=args.limit_eval,
         progress=not args.no_progress,

@@ -219,3 +219,30 @@ def test_no_plausible_answer_and_a_20000_character_context(tiny_models):
     got = qa.answer(qa_model, "what is the plot", long_context, QASettings(max_length=64, doc_stride=16))
     assert got.n_windows > 50 and got.nbest[0].text == long_context[got.nbest[0].start_char:got.nbest[0].end_char]
     assert time.perf_counter() - t0 < 60
+
+
+def test_the_full_train_set_is_a_choice_with_its_own_checksum(tmp_path):
+    """--train-set full reads the reconstructed train file with every ambiguous answer moved by the offset rule;
+    the default keeps the subset (and the committed records' ids)."""
+    import json
+
+    from berteval.tasks import squad
+
+    def article(title, context, qas):
+        return {"title": title, "paragraphs": [{"context": context, "qas": qas}]}
+
+    ctx = "The cat sat on the mat. The dog sat on the rug near the cat."
+    q = {"id": "q", "question": "Where did the dog sit near the cat?", "answers": [{"text": "the cat",
+                                                                                   "answer_start": 0}]}
+    (tmp_path / "squad").mkdir()
+    dev = {"data": [article("D", ctx, [{"id": "d", "question": "Who sat?", "answers": [{"text": "The cat",
+                                                                                       "answer_start": 0}]}])]}
+    (tmp_path / "squad" / "dev-v1.1.json").write_text(json.dumps(dev))
+    other = {"id": "s", "question": "What sat?", "answers": [{"text": "The dog", "answer_start": 24}]}
+    (tmp_path / "squad" / "train-subset.json").write_text(json.dumps({"data": [article("S", ctx, [other])]}))
+    (tmp_path / "squad" / squad.RECONSTRUCTED).write_text(json.dumps({"data": [article("T", ctx, [q, other])]}))
+    sub, full = squad.load(tmp_path), squad.load(tmp_path, train_set="full")
+    assert len(sub.train) == 1 and len(full.train) == 2 and sub.data_sha256 != full.data_sha256
+    gold = full.train.labels[0]
+    assert gold.texts == ("the cat",) and gold.starts == (ctx.rindex("the cat"),)  # the occurrence near "dog"
+    assert "1 of 1 ambiguous answers moved" in full.details["train_source"]

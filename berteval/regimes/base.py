@@ -61,6 +61,7 @@ class RunSpec:
     batch_size: int | None = None
     activation_checkpointing: bool = True  # span-QA fine-tunes recompute activations (same weights; less memory)
     folds: int | None = None  # span QA: k-fold cross-validation by dev article (berteval.regimes.kfold)
+    train_set: str | None = None  # SQuAD: "subset" (the 17 official train articles) or "full" (all 87,599 questions)
     plan: bool = False  # only say which cells are present and which would run; load no model, write nothing
 
     def __post_init__(self):
@@ -85,6 +86,7 @@ OPTIONS: dict[str, tuple[str, Callable[[RunSpec], bool]]] = {
     "max_answer_length": ("--max-answer-length", lambda s: s.max_answer_length is not None),
     "activation_checkpointing": ("--no-activation-checkpointing", lambda s: not s.activation_checkpointing),
     "folds": ("--folds", lambda s: bool(s.folds)),
+    "train_set": ("--train-set", lambda s: s.train_set not in (None, "subset")),
 }
 COMMON_FLAGS = "--model, --revision, --seeds, --max-length, --dtype, --limit-eval, --data-dir, --out, --plan"
 # Identity fields that only some cells carry, so every run id written before a field existed stays. (The
@@ -146,6 +148,8 @@ class Run:
 
     @cached_property
     def data(self) -> TaskData:
+        if self.spec.train_set not in (None, "subset"):
+            return self.task.load(self.spec.data_dir, train_set=self.spec.train_set)
         return self.task.load(self.spec.data_dir)
 
     @cached_property

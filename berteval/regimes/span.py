@@ -34,7 +34,7 @@ def settings(run) -> QASettings:
                       s.max_answer_length or DEFAULTS.max_answer_length)
 
 
-QA_OPTIONS = ("limit_train", "doc_stride", "n_best", "max_answer_length")  # what every span regime reads
+QA_OPTIONS = ("limit_train", "doc_stride", "n_best", "max_answer_length", "train_set")  # what every span regime reads
 
 
 class _SpanRegime(CellRegime):

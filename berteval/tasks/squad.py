@@ -20,6 +20,7 @@ from .base import SPAN, Split, TaskData, TaskSpec, hub_dataset, local_folder
 
 HUB_ID = "rajpurkar/squad"
 TRAIN_FILES = ("train-v1.1.json", "train-subset.json")
+RECONSTRUCTED = "train-v1.1-reconstructed.json"
 DEV_FILE = "dev-v1.1.json"
 
 
@@ -77,11 +78,39 @@ def _from_flat(rows) -> list[QAExample]:
                       tuple(int(s) for s in r["answers"]["answer_start"])) for r in rows]
 
 
-def _local(data_dir: Path) -> tuple[list[QAExample], list[QAExample], str, str]:
+FULL_FILES = ("train-v1.1.json", RECONSTRUCTED)
+
+
+def _relocated(path: Path) -> tuple[Path, dict]:
+    """The reconstructed train set with every ambiguous answer at the offset rule's occurrence, written once
+    into the cache (keyed by the file's checksum) for `datasets` to read; and what moved."""
+    import json
+
+    from .. import config
+    from ..store import write_atomic
+    from . import squad_offsets
+
+    digest = validate._sha256(path)
+    out = config.cache_dir() / "squad" / f"train-relocated-{digest[:16]}.json"
+    meta = out.with_suffix(".moved.json")
+    if out.is_file() and meta.is_file() and json.loads(meta.read_text()).get("source_sha256") == digest:
+        return out, json.loads(meta.read_text())
+    doc, moved = squad_offsets.relocate(json.loads(path.read_text(encoding="utf-8")))
+    moved["source_sha256"] = digest
+    write_atomic(out, json.dumps(doc).encode("utf-8"))
+    write_atomic(meta, json.dumps(moved).encode("utf-8"))
+    return out, moved
+
+
+def _local(data_dir: Path, train_set: str = "subset") -> tuple[list[QAExample], list[QAExample], str, str]:
     import datasets
 
     folder = local_folder(data_dir, "squad", [DEV_FILE])
-    train_file = next((folder / n for n in TRAIN_FILES if folder and (folder / n).is_file()), None)
+    names = FULL_FILES if train_set == "full" else TRAIN_FILES
+    train_file = next((folder / n for n in names if folder and (folder / n).is_file()), None)
+    if train_set == "full" and train_file is None:
+        raise BertevalError(f"--train-set full reads squad/train-v1.1.json or squad/{RECONSTRUCTED} under "
+                            f"{data_dir}; neither is there")
     if folder is None or train_file is None:
         raise BertevalError(
             f"no SQuAD data under {data_dir}: expected squad/{DEV_FILE} and squad/train-v1.1.json or "
@@ -90,16 +119,24 @@ def _local(data_dir: Path) -> tuple[list[QAExample], list[QAExample], str, str]:
         )
     notes = [n for f in (train_file, folder / DEV_FILE)
              if (n := validate.squad_json(f, key=f"squad/{f.name}"))]
+    read_train, source_name = train_file, train_file.name
+    if train_file.name == RECONSTRUCTED:
+        read_train, moved = _relocated(train_file)
+        source_name = (f"{RECONSTRUCTED} (the official train set rebuilt from the explorer pages; ids synthetic; "
+                       f"{moved['moved']:,} of {moved['ambiguous_answers']:,} ambiguous answers moved by the rule: "
+                       f"{moved['rule']})")
     # field="data": the official files keep the articles under a top-level "data" key.
-    ds = datasets.load_dataset("json", data_files={"train": str(train_file), "validation": str(folder / DEV_FILE)},
+    ds = datasets.load_dataset("json", data_files={"train": str(read_train), "validation": str(folder / DEV_FILE)},
                                field="data")
     return (_flatten_articles(ds["train"]), _flatten_articles(ds["validation"]),
-            f"local:{folder}" + "".join(f"; {n}" for n in notes), train_file.name)
+            f"local:{folder}" + "".join(f"; {n}" for n in notes), source_name)
 
 
-def load(data_dir: Path | None) -> TaskData:
+def load(data_dir: Path | None, train_set: str = "subset") -> TaskData:
+    if train_set not in ("subset", "full"):
+        raise BertevalError(f"--train-set {train_set!r}: subset or full")
     if data_dir is not None:
-        train, dev, source, train_source = _local(Path(data_dir))
+        train, dev, source, train_source = _local(Path(data_dir), train_set)
     else:
         ds = hub_dataset(HUB_ID, None, f"squad/{DEV_FILE} and squad/train-subset.json")
         train, dev, source, train_source = _from_flat(ds["train"]), _from_flat(ds["validation"]), f"hub:{HUB_ID}", "hub train"
