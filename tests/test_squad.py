@@ -231,11 +231,11 @@ def test_the_full_train_set_is_a_choice_with_its_own_checksum(tmp_path):
     def article(title, context, qas):
         return {"title": title, "paragraphs": [{"context": context, "qas": qas}]}
 
-    ctx = "The cat sat on the mat. The dog sat on the rug near the cat."
+    ctx = "the cat sat on the mat. The dog sat on the rug near the cat."
     q = {"id": "q", "question": "Where did the dog sit near the cat?", "answers": [{"text": "the cat",
                                                                                    "answer_start": 0}]}
     (tmp_path / "squad").mkdir()
-    dev = {"data": [article("D", ctx, [{"id": "d", "question": "Who sat?", "answers": [{"text": "The cat",
+    dev = {"data": [article("D", ctx, [{"id": "d", "question": "Who sat?", "answers": [{"text": "the cat",
                                                                                        "answer_start": 0}]}])]}
     (tmp_path / "squad" / "dev-v1.1.json").write_text(json.dumps(dev))
     other = {"id": "s", "question": "What sat?", "answers": [{"text": "The dog", "answer_start": 24}]}
