@@ -568,6 +568,9 @@ def main(argv: list[str] | None = None) -> None:
     args = options(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     torch.set_num_threads(TORCH_THREADS)
+    from berteval import devices
+
+    log.info("serving on %s", devices.use(None))  # BERTEVAL_DEVICE (auto: CUDA when present, else the CPU)
     for problem in serve.warm(serve.DEFAULT_MODEL):  # load once before the first visitor; say what is missing
         log.warning("not available yet: %s", problem)
     build_demo().launch(server_name=args.host, server_port=args.port, **LAUNCH)

@@ -99,6 +99,9 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--limit-eval", type=int, default=None,
                    help="score the first N eval examples only (a quick look, never a leaderboard row)")
     r.add_argument("--dtype", default="fp32", choices=["fp32", "bf16"], help="encoder compute dtype")
+    r.add_argument("--device", default=None,
+                   help="auto (default: CUDA when present, else MPS, else the CPU), cpu, cuda, cuda:N or mps "
+                        "(or $BERTEVAL_DEVICE); recorded, and named in the run id of bf16 and trained cells off the CPU")
     r.add_argument("--limit-train", type=int, default=None, help="use a fixed subset of N training examples")
     r.add_argument("--train-sizes", default=None,
                    help="learning curve: comma-separated training sizes, each seed drawing its own nested subset "
@@ -147,7 +150,11 @@ def _cmd_run(args) -> int:
     from .store import Store
     from .tasks import get
 
+    from . import devices
+
     task = get(args.task)
+    # Resolved once: every load, pass and fit of this run uses it (a device that is not here is refused now).
+    (devices.requested if args.plan else devices.use)(args.device)
     spec = runs.RunSpec(
         task=task,
         model=args.model,

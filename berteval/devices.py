@@ -54,6 +54,72 @@ def resolve(option: str | None = None):
     return torch.device(name)
 
 
+_CURRENT: list = []  # the process's device, set once by a command (`use`); empty = the CPU
+
+
+def use(option: str | None = None):
+    """Resolve the device option once for this process: every model load, forward pass and fit that follows runs
+    there (a command or the app calls this at its start). Returns the torch.device."""
+    device = resolve(option)
+    _CURRENT[:] = [device]
+    return device
+
+
+def current():
+    """The device this process runs on (the CPU until `use` says otherwise)."""
+    import torch
+
+    return _CURRENT[0] if _CURRENT else torch.device("cpu")
+
+
+def to(batch: dict, device=None) -> dict:
+    """A batch of tensors (and anything else, passed through) on the device."""
+    device = device or current()
+    if device.type == "cpu":
+        return batch
+    return {k: (v.to(device, non_blocking=True) if hasattr(v, "to") else v) for k, v in batch.items()}
+
+
+def token_budget(cpu_budget: int, device=None, per_token_bytes: int = 64 * 1024) -> int:
+    """Padded tokens per inference batch: the CPU's tuned budget, or on a GPU what its free memory holds
+    (a quarter of it, at `per_token_bytes` of activations a token: BERT-base's 12 layers x 768 x a few
+    buffers), never less than the CPU's. `oom_retry` halves it when a batch still does not fit."""
+    import torch
+
+    device = device or current()
+    if device.type != "cuda":
+        return cpu_budget
+    free, _ = torch.cuda.mem_get_info(device)
+    return max(cpu_budget, int(free / 4 / per_token_bytes))
+
+
+def oom_retry(run_batches, budget: int, floor: int = 256):
+    """Call `run_batches(budget)`; on a GPU out-of-memory error, free the cache and try again at half the budget
+    (down to `floor`), instead of failing the run."""
+    import torch
+
+    while True:
+        try:
+            return run_batches(budget)
+        except torch.OutOfMemoryError:
+            if budget <= floor:
+                raise
+            torch.cuda.empty_cache()
+            budget //= 2
+
+
+def autocast(dtype: str, device=None):
+    """bf16 autocast on the device's type (CPU or CUDA), or nothing for fp32."""
+    import contextlib
+
+    import torch
+
+    device = device or current()
+    if dtype != "bf16":
+        return contextlib.nullcontext()
+    return torch.autocast(device.type if device.type in ("cpu", "cuda") else "cpu", dtype=torch.bfloat16)
+
+
 def describe(device) -> str:
     """The device in words for a record: the CPU model and threads, or the GPU's name and memory."""
     import torch
@@ -76,3 +142,45 @@ def bf16_supported(device) -> bool:
     if device.type == "cuda":
         return torch.cuda.is_bf16_supported()
     return True
+
+
+class Share:
+    """One process's contiguous rows of N (all of them when the process runs alone)."""
+
+    def __init__(self, start: int, stop: int, rank: int, processes: int, n: int):
+        self.start, self.stop, self.rank, self.processes, self.n = start, stop, rank, processes, n
+
+    @property
+    def main(self) -> bool:
+        return self.rank == 0
+
+
+def shard(n: int) -> Share:
+    """This process's share of `n` inputs under `accelerate launch` / torchrun (WORLD_SIZE > 1), joining the
+    process group through accelerate (gloo on the CPU, NCCL on GPUs); the whole range otherwise."""
+    import os
+
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world <= 1:
+        return Share(0, n, 0, 1, n)
+    from accelerate import PartialState
+
+    state = PartialState(cpu=current().type == "cpu")
+    rank, world = state.process_index, state.num_processes
+    per = -(-n // world)
+    return Share(min(n, rank * per), min(n, (rank + 1) * per), rank, world, n)
+
+
+def gather_rows(arrays: dict, share: Share) -> dict:
+    """Every process's rows of `arrays` ({key: (N, W) array, filled on this process's share}) put together, in
+    order, on every process."""
+    import numpy as np
+    from accelerate.utils import gather_object
+
+    mine = {k: v[share.start : share.stop] for k, v in arrays.items()}
+    parts = gather_object([(share.rank, share.start, mine)])
+    out = {k: np.zeros_like(v) for k, v in arrays.items()}
+    for _, start, part in sorted(parts, key=lambda p: p[0]):
+        for k, v in part.items():
+            out[k][start : start + len(v)] = v
+    return out

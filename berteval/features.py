@@ -37,6 +37,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from . import devices
 from . import pooling as pooling_mod
 from . import precision
 from .config import cache_dir
@@ -206,7 +207,7 @@ def padded_batches(model: LoadedModel, texts: list[Text], max_length: int, max_t
     keys = [k for k in enc.keys() if k in ("input_ids", "attention_mask", "token_type_ids")]
     for idx in _batches(lengths, max_tokens, max_batch):
         feats = [{k: enc[k][i] for k in keys} for i in idx]
-        yield idx, dict(model.tokenizer.pad(feats, return_tensors="pt"))
+        yield idx, devices.to(dict(model.tokenizer.pad(feats, return_tensors="pt")))
 
 
 @torch.inference_mode()
@@ -320,16 +321,24 @@ def encode(
     miss_poolings = list(dict.fromkeys(p for p, _ in missing))
     miss_layers = list(dict.fromkeys(layer for _, layer in missing))
     out = {k: np.zeros((len(texts), width[k[0]]), dtype=np.float32) for k in missing}  # (N, width)
-    bar = tqdm(total=len(texts), desc=desc, unit="ex", disable=not progress, leave=False)
-    for idx, batch in padded_batches(model, texts, max_length, max_tokens or token_budget(dtype), max_batch):
+    # Under a multi-process launch each process encodes a contiguous share and the shares are gathered in
+    # order: every process ends with the same vectors a one-process run has (berteval.devices.shard).
+    share = devices.shard(len(texts))
+    mine = list(range(share.start, share.stop))
+    bar = tqdm(total=len(mine), desc=desc, unit="ex", disable=not progress, leave=False)
+    budget = max_tokens or devices.token_budget(token_budget(dtype))
+    for idx, batch in padded_batches(model, [texts[i] for i in mine], max_length, budget, max_batch):
         pooled = encode_batch(model, batch, miss_poolings, miss_layers, dtype, how)
+        rows = np.asarray(mine)[idx]
         for k in missing:
-            out[k][idx] = pooled[k].numpy()
+            out[k][rows] = pooled[k].cpu().numpy()
         bar.update(len(idx))
     bar.close()
+    if share.processes > 1:
+        out = devices.gather_rows(out, share)
     wall = time.perf_counter() - t0
 
-    if use_cache:
+    if use_cache and share.main:
         try:
             with _locked(folder):
                 for (p, layer), arr in out.items():

@@ -50,10 +50,10 @@ def identity(dtype: str, how: str = FROZEN) -> dict:
 
 def autocast(dtype: str):
     """Mixed precision for a forward pass of trained (fp32) weights: bf16 autocast on CPU, or nothing for fp32."""
-    import torch
+    from . import devices
 
     check(dtype)
-    return torch.autocast("cpu", dtype=torch.bfloat16) if dtype == "bf16" else contextlib.nullcontext()
+    return devices.autocast(dtype)  # on the process's device (berteval.devices)
 
 
 # module -> (fingerprint of its weights when copied, the copy). Weak keys: the copy goes with its module.

@@ -18,7 +18,7 @@ import shlex
 import sys
 import time
 
-from . import provenance, records, regimes
+from . import devices, provenance, records, regimes
 from . import store as store_mod
 from .errors import BertevalError
 from .regimes.base import Cell, CellResult, Run, RunReport, RunSpec
@@ -108,7 +108,7 @@ def new_record(ctx: Run, cell: Cell, rid: str, result: CellResult, config: dict,
                 "peak_rss_mb": provenance.peak_rss_mb(), "processes": store_mod.process_count()},
         versions=provenance.versions(),
         git_commit=provenance.git_commit(),
-        device=provenance.device(),
+        device=devices.describe(devices.current()),
         dtype=ctx.spec.dtype,
         wall_s=round(wall_s, 3),
         predictions_file=predictions_file,

@@ -161,8 +161,11 @@ def train(model: torch.nn.Module, dataset, collate: Callable, loss_fn: Callable,
     # when told it runs on the CPU; otherwise each process trains alone, unsynchronised, believing it is rank 0.
     # find_unused_parameters: a head reading `cls` or `mean` leaves the pooler without a gradient, and DDP
     # stops at the second step when a trainable parameter got none (one process never notices).
+    from . import devices
+
+    # The process's device (berteval.devices): on the CPU accelerate must be told so, even where a GPU is present.
     accelerator = Accelerator(mixed_precision="bf16" if cfg.dtype == "bf16" else "no",
-                              cpu=not torch.cuda.is_available(),
+                              cpu=devices.current().type == "cpu",
                               kwargs_handlers=[DistributedDataParallelKwargs(find_unused_parameters=True)])
     launched = int(os.environ.get("WORLD_SIZE", "1"))
     if accelerator.num_processes != launched:

@@ -34,6 +34,7 @@ def add_arguments(ap) -> None:
     ap.add_argument("--repeats", type=int, default=5, help="timed rounds; the median is reported (default %(default)s)")
     ap.add_argument("--batch-size", type=int, default=PEER_BATCH, help="the peers' batch size (default %(default)s)")
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own, one per core)")
+    ap.add_argument("--device", default=None, help="auto, cpu, cuda, cuda:N or mps (or $BERTEVAL_DEVICE)")
     ap.add_argument("--bf16-budgets", default="", metavar="N,N,...",
                     help="also time bf16 (weights) sentences at these padded-token budgets per batch, e.g. "
                          "2048,8192,16384 (to tune berteval.features.MAX_TOKENS; default: its value only)")
@@ -60,6 +61,9 @@ def command(args) -> int:
     from .squad_dtypes import SQUAD_PATHS, format_squad, squad_by_dtype
 
     log = lambda m: print(m, file=sys.stderr)  # noqa: E731
+    from .. import devices
+
+    devices.use(args.device)
     if args.squad_dtypes:
         folder = data_dir(args.data_dir)
         if folder is None:

@@ -37,6 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dtype", choices=("fp32", "bf16"), default="fp32",
                         help="fp32 (default); bf16 autocast only pays on CPUs with AMX or AVX512-BF16")
     parser.add_argument("--force", action="store_true", help="derive again even if the artifacts exist")
+    parser.add_argument("--device", help="auto, cpu, cuda, cuda:N or mps (or $BERTEVAL_DEVICE)")
     parser.add_argument("--max-steps", type=int, help="train this many optimiser steps (instead of --epochs)")
     for key, kind in _HYPER.items():
         parser.add_argument("--" + key.replace("_", "-"), type=kind, help=argparse.SUPPRESS if key in (
@@ -68,6 +69,9 @@ def derive(args) -> tuple[int, Outcome | None]:
     from . import RECIPES, artifacts
 
     provenance.git_commit()  # read (and cached) now: the record names the code that starts the run
+    from .. import devices
+
+    devices.use(getattr(args, "device", None))
 
     spec = derived.parse(args.name)
     if spec is None:

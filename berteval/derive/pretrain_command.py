@@ -108,7 +108,7 @@ def command(args) -> int:
     if data_dir is None:
         raise BertevalError("pretrain reads local Wikipedia shards: pass --data-dir (e.g. ../shared/data) or set "
                             "BERTEVAL_DATA")
-    device = devices.resolve(args.device)
+    device = devices.use(args.device)
     import torch
 
     if args.threads:

@@ -80,7 +80,7 @@ def predict(model: PooledClassifier, loaded, texts: list, max_length: int, dtype
         with precision.autocast(dtype):
             _, logits = model(**batch)
         # A score is the output itself; classes get their softmax.
-        p = logits.float().numpy() if model.regression else torch.softmax(logits.float(), -1).numpy()
+        p = logits.float().cpu().numpy() if model.regression else torch.softmax(logits.float(), -1).cpu().numpy()
         if out is None:
             out = np.zeros((len(texts), p.shape[1]), dtype=np.float32)
         out[idx] = p

@@ -47,10 +47,13 @@ def fit_path(x: np.ndarray, y: np.ndarray, c_grid, tol: float = 1e-10, max_iter:
     """{C: (w (d,), b, Newton steps)} for each C, solved in ascending order, each from the previous optimum;
     the smallest from `start` (w, b), e.g. the optimum of a near-identical problem, or from zero.
     x: (n, d) standardised float64; y: (n,) in {0, 1}."""
-    import torch  # the Hessian product: torch's BLAS uses every core
+    import torch  # the Hessian product: torch's BLAS uses every core (or the GPU, berteval.devices)
+
+    from .. import devices
 
     n, d = x.shape
-    x32 = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32))  # (n, d)
+    device = devices.current()
+    x32 = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)).to(device)  # (n, d)
     y = y.astype(np.float64)
     w, b = (np.array(start[0], dtype=np.float64), float(start[1])) if start is not None else (np.zeros(d), 0.0)
     xsx = xs = None  # X'SX (d, d) and X's (d,), S the curvature where they were last computed
@@ -65,8 +68,8 @@ def fit_path(x: np.ndarray, y: np.ndarray, c_grid, tol: float = 1e-10, max_iter:
             grad = np.concatenate([w + c * (x.T @ r), [c * r.sum()]])  # (d + 1,)
             slow = step_no > 2 and decrement * FAST > before and decrement >= REUSE_BELOW * max(1.0, abs(f0))
             if xsx is None or slow:
-                weighted = x32 * torch.from_numpy(s.astype(np.float32))[:, None]  # (n, d)
-                xsx, xs, s_sum = (weighted.T @ x32).double().numpy(), x.T @ s, s.sum()
+                weighted = x32 * torch.from_numpy(s.astype(np.float32)).to(device)[:, None]  # (n, d)
+                xsx, xs, s_sum = (weighted.T @ x32).double().cpu().numpy(), x.T @ s, s.sum()
             hess = np.empty((d + 1, d + 1))
             hess[:d, :d] = c * xsx + np.eye(d)
             hess[:d, d] = hess[d, :d] = c * xs

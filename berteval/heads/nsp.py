@@ -42,5 +42,5 @@ def pretrained_proba(model: models.LoadedModel, pairs: list[tuple[str, str]], ma
     for idx, batch in features.padded_batches(model, pairs, max_length, features.token_budget(dtype)):
         with precision.running(head, dtype) as nsp:
             logits = nsp(**batch).logits  # (B, 2): seq_relationship, index 0 = IsNext
-        out[idx] = torch.softmax(logits.float(), dim=-1).numpy()
+        out[idx] = torch.softmax(logits.float(), dim=-1).cpu().numpy()
     return out

@@ -66,7 +66,7 @@ def token_states(model, texts: list, layers: list[int], max_length: int, dtype: 
         for layer in layers:
             hidden = (enc.last_hidden_state if layer == -1 else enc.hidden_states[layer]).float()  # (B, T, H)
             for row, i in enumerate(idx):
-                out[layer][i] = hidden[row, : lengths[i]].clone()  # (T_i, H): padding dropped
+                out[layer][i] = hidden[row, : lengths[i]].cpu().clone()  # (T_i, H): padding dropped, in host memory
     return out
 
 
@@ -124,7 +124,7 @@ def predict(head: TokenHead, states: list[torch.Tensor], batch_size: int = 256) 
     for i in range(0, len(states), batch_size):
         _, logits = head(*_pad(states[i : i + batch_size]))  # (B, n_labels)
         out.append(torch.softmax(logits, -1))
-    return torch.cat(out).numpy()
+    return torch.cat(out).cpu().numpy()
 
 
 @dataclass

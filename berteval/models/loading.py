@@ -22,7 +22,7 @@ import torch
 from transformers import AutoConfig, AutoModel, AutoModelForNextSentencePrediction, AutoTokenizer
 from transformers.models.auto.modeling_auto import MODEL_FOR_NEXT_SENTENCE_PREDICTION_MAPPING_NAMES
 
-from .. import hub
+from .. import devices, hub
 from ..errors import BertevalError
 from . import derived, pretrained
 from .base import DEFAULT, quiet_loader
@@ -308,7 +308,7 @@ def load(name: str = DEFAULT, revision: str | None = None) -> LoadedModel:
     )
     if source == "pretrained":
         _pretrained_heads(name, heads)
-    model.eval()
+    model.eval().to(devices.current())  # the process's device (berteval.devices: --device, BERTEVAL_DEVICE)
     return LoadedModel(
         model_id=ident.model_id,
         revision=ident.revision,
@@ -378,6 +378,7 @@ def _load_derived(spec: derived.DerivedName, ident: Identity) -> LoadedModel:
         derivation=record_path,
         derived_pooler=derived.pooler_note(spec, record_path, record),
     )
+    model.to(devices.current())
     return LoadedModel(model_id=ident.model_id, revision=ident.revision, source="derived", path=base.path,
                        encoder=encoder, tokenizer=tokenizer, heads=heads, nsp_model=model if nsp else None,
                        derived_from=spec.base)
@@ -406,4 +407,4 @@ def load_with_head(loaded: LoadedModel, auto_class) -> tuple[torch.nn.Module, li
                                 f"unexpected {extra}")
         prefix = model.base_model_prefix + "."
         missing = [k for k in missing if not k.startswith(prefix)]  # the derived encoder supplied those
-    return model, missing
+    return model.to(devices.current()), missing

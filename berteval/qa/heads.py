@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .. import precision
+from .. import devices, precision
 from .windows import Windows
 
 
@@ -82,9 +82,9 @@ def hidden_states(tokenizer, model: torch.nn.Module, windows: Windows, dtype: st
     order = np.argsort(-lengths, kind="stable")
     for i in range(0, len(order), 16):
         idx = order[i : i + 16]
-        batch = tokenizer.pad([windows.features[j] for j in idx], return_tensors="pt")
+        batch = devices.to(dict(tokenizer.pad([windows.features[j] for j in idx], return_tensors="pt")))
         with precision.running(model, dtype) as m:
             hidden = m.base_model(**batch).last_hidden_state  # (B, T, H)
         for row, j in enumerate(idx):
-            out[j] = hidden[row, : lengths[j]].to(torch.bfloat16)  # bf16 storage halves the memory
+            out[j] = hidden[row, : lengths[j]].to(torch.bfloat16).cpu()  # bf16 storage halves the memory
     return out

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .. import models, precision
+from .. import devices, models, precision
 from ..errors import BertevalError
 from . import DEFAULTS, QASettings
 from .decode import Candidate, best_spans
@@ -84,10 +84,10 @@ def window_logits(model: torch.nn.Module, tokenizer, windows: Windows, dtype: st
     while i < len(order):
         size = max(1, max_tokens // int(lengths[order[i]]))
         idx = order[i : i + size]
-        batch = tokenizer.pad([windows.features[j] for j in idx], return_tensors="pt")
+        batch = devices.to(dict(tokenizer.pad([windows.features[j] for j in idx], return_tensors="pt")))
         with precision.running(model, dtype, how) as m:
             out = m(**batch)
-        s, e = out.start_logits.float().numpy(), out.end_logits.float().numpy()  # (B, T)
+        s, e = out.start_logits.float().cpu().numpy(), out.end_logits.float().cpu().numpy()  # (B, T)
         for row, j in enumerate(idx):
             starts[j], ends[j] = s[row, : lengths[j]], e[row, : lengths[j]]
         bar.update(len(idx))

@@ -25,7 +25,7 @@ from types import SimpleNamespace
 import numpy as np
 import torch
 
-from .. import features
+from .. import devices, features
 from .windows import Windows
 
 class VectorSpanHead(torch.nn.Module):
@@ -74,11 +74,11 @@ def pooled_windows(loaded, windows: Windows, poolings: list[str], dtype: str,
     out: dict[str, torch.Tensor] = {}
     for i in range(0, len(order), batch):
         idx = order[i : i + batch]
-        padded = dict(loaded.tokenizer.pad([windows.features[j] for j in idx], return_tensors="pt"))
+        padded = devices.to(dict(loaded.tokenizer.pad([windows.features[j] for j in idx], return_tensors="pt")))
         for (name, _), vec in features.encode_batch(loaded, padded, poolings, [-1], dtype).items():
             if name not in out:
                 out[name] = torch.zeros(len(windows), vec.shape[1])
-            out[name][torch.as_tensor(idx)] = vec  # (B, width)
+            out[name][torch.as_tensor(idx)] = vec.cpu()  # (B, width)
     return out
 
 
@@ -95,7 +95,7 @@ class VectorQA(torch.nn.Module):
 
     def _pooled(self, batch: dict) -> torch.Tensor:
         ids = batch["input_ids"]
-        key = hashlib.sha256(ids.numpy().tobytes() + str(tuple(ids.shape)).encode()).hexdigest()
+        key = hashlib.sha256(ids.cpu().numpy().tobytes() + str(tuple(ids.shape)).encode()).hexdigest()
         if key not in self.memo:
             pooled = features.encode_batch(self.loaded, batch, self.poolings, [-1], self.dtype)
             self.memo[key] = {name: vec for (name, _), vec in pooled.items()}

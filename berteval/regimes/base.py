@@ -96,6 +96,8 @@ OPTIONAL = {
     "bf16": "frozen inference on bf16 weights: {'bf16': 'weights'} (berteval.precision.identity)",
     "processes": "a run of N > 1 processes (accelerate launch): N batches a step, another cell",
     "folds": "a k-fold cell: the protocol, k and its fold (added by berteval.regimes.kfold around the regime)",
+    "device": "a bf16 or trained cell run off the CPU: {'device': 'cuda'} (fp32 frozen cells agree across devices "
+              "to float rounding and keep the CPU's run id; docs/performance.md, 'Records across devices')",
 }
 # How a sized cell's examples are drawn; in the identity of sized cells only. Change the rule, change this.
 TRAIN_DRAW = "first N of the seed's permutation (seeds stream 'sizes'): nested across sizes"
@@ -259,6 +261,12 @@ def regressed(prep: Prepared, run_id: str, pred, **fields) -> CellResult:
                      "label": gold.tolist(), "pred": np.round(pred, 5).tolist()})
 
 
+def _device_type() -> str:
+    from .. import devices
+
+    return devices.current().type
+
+
 class CellRegime:
     """One regime's implementation for the kinds of task it serves."""
 
@@ -296,6 +304,9 @@ class CellRegime:
             ident.update(precision.identity(run.spec.dtype, self.bf16_path))
         if "processes" in optional and process_count() > 1:
             ident["processes"] = process_count()
+        device = _device_type()
+        if device != "cpu" and (run.spec.dtype == "bf16" or self.bf16_path == precision.MIXED):
+            ident["device"] = device  # another device's kernels: bf16 rounding and training order differ
         return ident
 
     def prepare(self, run: Run, todo: list[Cell]) -> Any:

@@ -33,8 +33,10 @@ class PooledProbe(CellRegime):
     "path_starts" ((pooling, layer) -> the optimum of the last fit at its smallest C: the next seed's fit of
     the same vectors starts there, same optimum in fewer steps; `probe.fit_probe`)."""
 
+    # No "processes": under a multi-process launch each process encodes a share of the inputs and every one
+    # fits the same head on the gathered vectors (berteval.features), so the cell is the one-process cell.
     contract = Contract(options=("poolings", "layers", "train_sizes", "limit_train"),
-                        optional=("train_size", "bf16", "processes"))
+                        optional=("train_size", "bf16"))
 
     def cells(self, run) -> list[Cell]:
         names = pooling.parse(run.spec.poolings)

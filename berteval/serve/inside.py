@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .. import models, pooling
+from .. import devices, models, pooling
 from .reading import Reading, measure
 
 
@@ -37,7 +37,7 @@ def _cos(a: torch.Tensor, b: torch.Tensor) -> float:
 
 @torch.inference_mode()
 def look_inside(model: models.LoadedModel, text: str, max_length: int = 128) -> InsideReport:
-    enc = model.tokenizer(text, truncation=True, max_length=max_length, return_tensors="pt")
+    enc = devices.to(dict(model.tokenizer(text, truncation=True, max_length=max_length, return_tensors="pt")))
     out = model.encoder(**enc)
     hidden = out.last_hidden_state  # (1, T, H)
     vectors = {name: pooling.apply(name, hidden, enc["attention_mask"], model.encoder) for name in ("cls", "mean")}  # (1, H)
@@ -57,7 +57,7 @@ def look_inside(model: models.LoadedModel, text: str, max_length: int = 128) -> 
     cosine = {(a, b): _cos(vectors[a], vectors[b]) for i, a in enumerate(names) for b in names[i + 1:]}
     return InsideReport(
         model_id=model.model_id,
-        tokens=model.tokenizer.convert_ids_to_tokens(enc["input_ids"][0]),
+        tokens=model.tokenizer.convert_ids_to_tokens(enc["input_ids"][0].tolist()),
         last_hidden_state_shape=tuple(hidden.shape),
         pooler_output_shape=tuple(pooled.shape) if pooled is not None else None,
         pooler_by_hand_max_abs_diff=diff,

@@ -1,0 +1,224 @@
+"""The prepared GPU check: one script, torch and transformers only, ten minutes end to end, every figure to one folder.
+
+A lent GPU machine here has torch and transformers but no `datasets` or Gradio, reaches no hub, and takes at most
+64 MiB of files beside the working tree. So the model and data travel prepared (make them here, then carry them):
+
+    python tests/tools/gpu_check.py --prepare .gpu            # here: a bf16 copy of the default model (~45 MB),
+                                                              # 20,000 pre-training sequences of the twins (~9 MB)
+    python tests/tools/gpu_check.py --carried .gpu --out $OUT # there (or here with --device cpu, to try it)
+
+What it measures, on the device it is given (`--device`, default cuda) against the same machine's CPU:
+1. parity: berteval's pooled features (cls, pooler, mean; `berteval.features.encode`) and QA window logits
+   (`berteval.qa.inference.window_logits`, the default model under a random span head seeded 0) on the device
+   against the CPU, fp32: the largest absolute difference and the lowest cosine;
+2. throughput: sentences per second of berteval's encoder path against transformers'
+   `pipeline("feature-extraction", device=0)` on the same sentences, fp32 and bf16, one run;
+3. pre-training: the twins' step (`berteval.derive.pretrain`) on the carried sequences for `--pretrain-steps`,
+   tokens per second and the loss curve (a GPU run of the recipe needs the full prepared set: this times it).
+Writes `gpu_check.json` (and prints it). Each part is skipped, with the reason in the file, when what it needs
+is missing; the whole run stops at `--budget-s` (default 540 s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+SENTENCES = [f"The {a} film was {b}, and its {c} felt {d}." for a in ("new", "old", "long", "short", "quiet")
+             for b in ("good", "dull", "moving", "slow") for c in ("plot", "score", "cast") for d in ("thin", "rich")]
+
+
+def prepare(folder: Path, sequences: int) -> None:
+    """Here, where the default model and the prepared pre-training examples are: what the GPU machine needs."""
+    import numpy as np
+    import torch
+
+    from berteval import models
+    from berteval.derive import pretrain_data
+
+    folder.mkdir(parents=True, exist_ok=True)
+    loaded = models.load("default")
+    from transformers import AutoModel
+
+    model = AutoModel.from_pretrained(str(models.default_model_path())).to(torch.bfloat16)
+    model.save_pretrained(str(folder / "default-bf16"), max_shard_size="9MB")
+    loaded.tokenizer.save_pretrained(str(folder / "default-bf16"))
+    from berteval import config
+
+    caches = sorted((config.cache_dir() / "pretrain").glob("*/manifest.json"))
+    if caches:
+        src = caches[-1].parent
+        seqs = pretrain_data._load(src, "train128").take(np.arange(sequences))
+        with open(folder / "pretrain128.npz", "wb") as fh:
+            np.savez(fh, **{k: getattr(seqs, k) for k in pretrain_data.ARRAYS})
+        print(f"prepared {folder}: default-bf16/ and {sequences:,} sequences from {src.name}")
+    else:
+        print(f"prepared {folder}: default-bf16/ (no prepared pre-training examples here: part 3 will be skipped)")
+
+
+def _parity(model_dir: Path, device, log) -> dict:
+    import numpy as np
+    import torch
+
+    from berteval import devices, features, models
+    from berteval.qa import inference, windows
+
+    out = {}
+    for where in ("cpu", str(device)):
+        devices.use(where)
+        models.load.cache_clear()
+        m = models.load(str(model_dir))
+        m.encoder.float()
+        enc = features.encode(m, SENTENCES, data_sha256="gpu-check", poolings=["cls", "pooler", "mean"],
+                              progress=False, use_cache=False)
+        from transformers import AutoModelForQuestionAnswering
+
+        torch.manual_seed(0)
+        qa = AutoModelForQuestionAnswering.from_pretrained(str(model_dir)).float().eval().to(devices.current())
+        w = windows.make_windows(m.tokenizer, ["What was the film?"] * 4, SENTENCES[:4], max_length=128,
+                                 doc_stride=32)
+        s, e = inference.window_logits(qa, m.tokenizer, w)
+        out[where] = (enc.vectors, s, e)
+    cpu, dev = out["cpu"], out[str(device)]
+    res = {}
+    for key in cpu[0]:
+        a, b = cpu[0][key], dev[0][key]
+        cos = (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+        res[f"{key[0]}"] = {"max_abs_diff": float(np.abs(a - b).max()), "min_cosine": float(cos.min())}
+    res["qa_logits_max_abs_diff"] = float(max(np.abs(x - y).max() for x, y in zip(cpu[1] + cpu[2], dev[1] + dev[2])))
+    log(f"parity: {res}")
+    return res
+
+
+def _throughput(model_dir: Path, device, log, repeats: int = 3) -> dict:
+    import torch
+    from transformers import pipeline
+
+    from berteval import devices, features, models
+
+    devices.use(str(device))
+    models.load.cache_clear()
+    m = models.load(str(model_dir))
+    m.encoder.float()
+    texts = SENTENCES * 20
+    res = {}
+    for dtype in ("fp32", "bf16"):
+        features.encode(m, texts[:64], data_sha256="warm", poolings=["mean"], dtype=dtype, progress=False,
+                        use_cache=False)
+        t0 = time.perf_counter()
+        for _ in range(repeats):
+            features.encode(m, texts, data_sha256="t", poolings=["mean"], dtype=dtype, progress=False, use_cache=False)
+        res[f"berteval {dtype}"] = round(repeats * len(texts) / (time.perf_counter() - t0), 1)
+    pipe = pipeline("feature-extraction", model=str(model_dir), device=0 if device.type == "cuda" else -1,
+                    dtype=torch.float32)
+    pipe(texts[:64], batch_size=32)
+    t0 = time.perf_counter()
+    for _ in range(repeats):
+        pipe(texts, batch_size=32)
+    res["transformers pipeline fp32 (batch 32)"] = round(repeats * len(texts) / (time.perf_counter() - t0), 1)
+    log(f"throughput (sentences/s): {res}")
+    return res
+
+
+def _pretrain(path: Path, device, steps: int, log) -> dict:
+    import numpy as np
+    import torch
+
+    from berteval import devices
+    from berteval.derive import pretrain, pretrain_data
+
+    devices.use(str(device))
+    with np.load(path) as z:
+        seqs = pretrain_data.Sequences(*(z[k] for k in pretrain_data.ARRAYS))
+    hyper = {"hidden_size": 256, "layers": 4, "heads": 4, "intermediate_size": 1024, "lr": 2e-3, "warmup_steps": 100,
+             "beta1": 0.9, "beta2": 0.98, "weight_decay": 0.01, "max_grad_norm": 1.0}
+    model = pretrain.build_model(hyper, 8192, 0).to(device)
+    params, opt, sched = pretrain._optimiser(model, hyper, steps, True)
+    obj = pretrain.Objective(model, True)
+    batch, losses, tokens = 128, [], 0
+    rng = np.random.default_rng(0)
+    t0 = time.perf_counter()
+    for s in range(steps):
+        b = pretrain.batch_tensors(seqs, rng.integers(0, len(seqs), batch), device)
+        with pretrain._autocast(device, "bf16"):
+            out = obj(**b)
+        out["loss"].backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+        sched.step()
+        opt.zero_grad(set_to_none=True)
+        tokens += int(b["attention_mask"].sum())
+        if s % 50 == 0:
+            losses.append([s, round(float(out["mlm_loss"]), 4)])
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    wall = time.perf_counter() - t0
+    res = {"steps": steps, "batch": batch, "tokens_per_s": round(tokens / wall), "wall_s": round(wall, 1),
+           "mlm_loss_curve": losses}
+    log(f"pre-training step: {res['tokens_per_s']:,} tokens/s over {steps} steps")
+    return res
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--prepare", type=Path, help="make the carried folder here and stop")
+    ap.add_argument("--sequences", type=int, default=20_000, help="--prepare: pre-training sequences to carry")
+    ap.add_argument("--carried", type=Path, default=REPO / ".gpu", help="the folder --prepare made")
+    ap.add_argument("--out", type=Path, default=Path("gpu_check_out"), help="where gpu_check.json goes")
+    ap.add_argument("--device", default="cuda", help="the device to check against this machine's CPU")
+    ap.add_argument("--pretrain-steps", type=int, default=300)
+    ap.add_argument("--budget-s", type=float, default=540)
+    args = ap.parse_args(argv)
+    if args.prepare:
+        prepare(args.prepare, args.sequences)
+        return 0
+    import torch
+
+    from berteval import devices
+
+    t_start = time.perf_counter()
+    args.out.mkdir(parents=True, exist_ok=True)
+    report = {"torch": torch.__version__, "device": args.device}
+    log = lambda m: print(m, flush=True)  # noqa: E731
+
+    def save():
+        (args.out / "gpu_check.json").write_text(json.dumps(report, indent=1))
+
+    try:
+        device = devices.resolve(args.device)
+    except Exception as exc:  # noqa: BLE001
+        report["error"] = str(exc)
+        save()
+        print(report["error"], file=sys.stderr)
+        return 2
+    report["device_name"] = devices.describe(device)
+    model_dir = args.carried / "default-bf16"
+    parts = [("parity", lambda: _parity(model_dir, device, log), model_dir.is_dir()),
+             ("throughput", lambda: _throughput(model_dir, device, log), model_dir.is_dir()),
+             ("pretrain", lambda: _pretrain(args.carried / "pretrain128.npz", device, args.pretrain_steps, log),
+              (args.carried / "pretrain128.npz").is_file())]
+    for name, run, ready in parts:
+        if time.perf_counter() - t_start > args.budget_s:
+            report[name] = {"skipped": f"past the {args.budget_s:.0f} s budget"}
+        elif not ready:
+            report[name] = {"skipped": f"{args.carried} lacks what it needs: run --prepare here first"}
+        else:
+            try:
+                report[name] = run()
+            except Exception as exc:  # noqa: BLE001: one part failing keeps the others' figures
+                report[name] = {"failed": f"{type(exc).__name__}: {exc}"}
+        save()
+    report["wall_s"] = round(time.perf_counter() - t_start, 1)
+    save()
+    print(json.dumps(report, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
