@@ -84,10 +84,13 @@ tokens); extractive QA reads **every token**, twice (a start and an end logit); 
 the pooler. Try each below, look inside the encoder, and compare the measured heads on the leaderboard."""
 
 EXAMPLES = {
-    "classify": [
-        ["A gorgeous, witty, seductive movie.", "mean"],
-        ["The plot is a mess and the acting is even worse.", "cls"],
-        ["It's not a bad film, just a forgettable one.", "pooler"],
+    "classify": [  # sentence (A), the vector, task, sentence B
+        ["A gorgeous, witty, seductive movie.", "mean", "sst2", ""],
+        ["The plot is a mess and the acting is even worse.", "cls", "sst2", ""],
+        ["It's not a bad film, just a forgettable one.", "pooler", "sst2", ""],
+        ["The company said its third-quarter profit rose 12 percent.",
+         "mean", "mrpc", "Third-quarter profit at the company was up 12 percent, it said."],
+        ["A man is playing a guitar.", "mean", "stsb", "A man plays the guitar on stage."],
     ],
     "qa": [
         ["In what country is Normandy located?",
@@ -104,7 +107,8 @@ EXAMPLES = {
         ["The Normans gave their name to Normandy, a region in France.",
          "The quarterback threw for three touchdowns in the second half."],
     ],
-    "inside": [["The cat sat on the mat."], ["BERT reads every token, but a classifier reads one vector."]],
+    "inside": [["The cat sat on the mat."], ["The cat sat on the [MASK]."],
+               ["BERT reads every token, but a classifier reads one vector."]],
 }
 
 
@@ -145,36 +149,115 @@ def _cut(reading) -> str:
 
 # --- Classify -----------------------------------------------------------------------------------------
 
-def _head_line(head: serve.SentimentHead) -> str:
-    return (f"dev accuracy {head.dev_accuracy:.4f} (seed {head.seed}; mean over {head.n_seeds} seeds "
-            f"{head.mean_dev_accuracy:.4f}), record `{head.run_id}`")
+def _head_line(head: serve.TaskHead) -> str:
+    return (f"dev {head.figures()} (seed {head.seed}; mean over {head.n_seeds} seeds "
+            f"{head.mean_main:.4f}), record `{head.run_id}`")
+
+
+def _notes(reading) -> str:
+    """Lines above a result: the input was cut to fit, or was mostly unknown tokens (empty when neither)."""
+    unknown = reading.unknown_note() if reading is not None else ""
+    return _cut(reading) + (f"⚠️ **{unknown[0].upper() + unknown[1:]}.**\n\n" if unknown else "")
+
+
+def _classify_input(task, sentence: str, sentence_b: str):
+    """The text a head reads: one sentence, or the (A, B) pair of a pair task."""
+    if not task.pair:
+        return serve.check_text(sentence, "sentence")
+    return (serve.check_text(sentence, "sentence", name="sentence A"),
+            serve.check_text(sentence_b, "sentence", name="sentence B"))
+
+
+def _classify_head(clf, task, pooling: str, what: str) -> str:
+    """Which head answered, in words: a committed probe (its record), or a quick probe trained here now."""
+    head = clf.heads[pooling]
+    kind = "ridge regression" if task.regression else "logistic-regression probe"
+    if clf.origin == "quick":
+        q = clf.quick
+        return (f"**Head:** a quick probe trained here on demand, since no committed record measures "
+                f"{clf.model.model_id}: a {kind} on `{pooling}` (last layer), trained on {head.n_train:,} of a fixed "
+                f"sample of {q.n_train:,} SST-2 train sentences ({q.n_train - head.n_train:,} held out to pick its "
+                f"regularisation), from {q.data}; dev accuracy **{head.dev_value:.4f}** on all {q.n_eval:,} SST-2 dev "
+                f"sentences. Kept for this model revision while the server runs; never a leaderboard record.")
+    return (f"**Head:** {kind} on `{pooling}` (last layer) of {clf.model.model_id}, trained on "
+            f"{head.n_train:,} {task.label} {what}; {_head_line(head)}.")
+
+
+def _classify_checkpoint(clf, probs: dict, reading) -> tuple:
+    """The checkpoint's own sequence-classification head answers (no committed record for this model)."""
+    labels = ", ".join(f"`{x}`" for x in clf.checkpoint.labels)
+    about = _notes(reading) + (f"**Head:** {clf.model.model_id}'s own sequence-classification head, as its "
+                               f"checkpoint ships it (labels {labels}; it reads {clf.checkpoint.reads}). No committed "
+                               f"record measures it here, so no dev figure is shown.")
+    return probs, about, "The checkpoint's own head answers; the pooling choice does not apply to it."
 
 
 @_shown(None, "", "", md=(1, 2))
-def classify(model_text: str, sentence: str, pooling: str):
+def classify(model_text: str, sentence: str, pooling: str, task: str = "sst2", sentence_b: str = "",
+             progress=gr.Progress()):
     name = serve.model_name(model_text)
-    text = serve.check_text(sentence, "sentence")
-    clf, probs, reading = serve.classify(name, text, HEADS, SERVE_DTYPE)
-    heads = {p: clf.heads[p] for p in probs}
+    t = serve.page_task(task)
+    text = _classify_input(t, sentence, sentence_b)
+    clf, values, reading = serve.classify(name, text, HEADS, SERVE_DTYPE, task=t.name,
+                                          progress=lambda fraction, what: progress(fraction, desc=what))
+    if clf.origin == "checkpoint":
+        return _classify_checkpoint(clf, values, reading)
+    heads = {p: clf.heads[p] for p in values}
     if pooling not in heads:
-        raise BertevalError(f"no committed SST-2 head reads `{pooling}` for {clf.model.model_id}; "
+        raise BertevalError(f"no {t.label} head reads `{pooling}` for {clf.model.model_id}; "
                             f"available: {', '.join(heads) or 'none'}.")
-    p = probs[pooling]
-    about = _cut(reading) + (f"**Head:** logistic-regression probe on `{pooling}` (last layer) of "
-                             f"{clf.model.model_id}, trained on {heads[pooling].n_train:,} SST-2 sentences; "
-                             f"{_head_line(heads[pooling])}.")
+    what = "pairs" if t.pair else "sentences"
+    about = _notes(reading) + _classify_head(clf, t, pooling, what)
     if pooling == "pooler":
         about += f"\n\n**This model's pooler** is {clf.model.heads.pooler_provenance}."
-    rows = "\n".join(f"| `{h}` | {probs[h]:.3f} | {'positive' if probs[h] >= 0.5 else 'negative'} | "
-                     f"{heads[h].dev_accuracy:.4f} |" for h in heads)
-    compare = ("**The same sentence under every head** (one forward pass feeds all of them):\n\n"
-               "| head reads | P(positive) | verdict | its dev accuracy |\n|---|---|---|---|\n" + rows)
-    return {"positive": p, "negative": 1.0 - p}, about, compare
+    if t.regression:
+        low, high = t.score_range
+        label = f"similarity {min(max(values[pooling], low), high):.2f} of {high:g}"
+        rows = "\n".join(f"| `{h}` | {values[h]:.2f} | {heads[h].figures()} |" for h in heads)
+        compare = (f"**The same pair under every head** (one forward pass feeds all of them; scores outside "
+                   f"{low:g}-{high:g} are shown as computed and clipped above):\n\n"
+                   "| head reads | score (0-5) | its dev figures |\n|---|---|---|\n" + rows)
+        return label, about, compare
+    no, yes = t.labels
+    p = values[pooling]
+    rows = "\n".join(f"| `{h}` | {values[h]:.3f} | {yes if values[h] >= 0.5 else no} | {heads[h].figures()} |"
+                     for h in heads)
+    compare = (f"**The same {'pair' if t.pair else 'sentence'} under every head** (one forward pass feeds all of "
+               f"them):\n\n| head reads | P({yes}) | verdict | its dev figures |\n|---|---|---|---|\n" + rows)
+    return {yes: p, no: 1.0 - p}, about, compare
+
+
+def classify_inputs(task: str):
+    """A pair task shows sentence B; the labels follow the task."""
+    t = serve.PAGE_TASKS.get(task)
+    pair = bool(t and t.pair)
+    return gr.update(label="Sentence A" if pair else "Sentence"), gr.update(visible=pair)
 
 
 # --- Answer -------------------------------------------------------------------------------------------
 
-@_shown(None, EMPTY_NBEST, None, "", md=(3,))
+NOT_IN_TEXT = "probably not in this text"
+
+
+def _confidence_line(conf) -> str:
+    """The score beside the n-best probabilities, and what it means, in one line."""
+    if conf is None:
+        return ""
+    score = (f"**Score:** the best span's start + end logit is {conf.best:.2f}, the `[CLS]` token's (the "
+             f"no-answer reading) {conf.null:.2f}: a margin of **{conf.margin:.2f}**.")
+    cal = conf.calibration
+    if cal is None:
+        return (score + " This head is not calibrated here, so whether the text holds an answer at all is not "
+                "measured: the n-best probabilities only rank this text's spans against each other.")
+    verdict = "above" if conf.in_text else "below"
+    return (score + f" The probabilities share 1 among this text's spans, so they say which span, not whether the "
+            f"text holds the answer; the margin says whether: it is {verdict} the threshold {cal['threshold']:.2f}, "
+            f"chosen on {cal['n_questions']:,} SQuAD questions the head never trained on, each asked of its own "
+            f"paragraph and of another article's (on another {cal['n_questions']:,}: ROC AUC {cal['auc_margin']:.3f}, "
+            f"precision {cal['precision']:.3f}, recall {cal['recall']:.3f}).")
+
+
+@_shown(None, EMPTY_NBEST, None, "", "", md=(3, 4))
 def answer(model_text: str, question: str, context: str):
     name = serve.model_name(model_text)
     q = serve.check_text(question, "question")
@@ -183,7 +266,10 @@ def answer(model_text: str, question: str, context: str):
     if not ans.nbest:
         raise BertevalError("No answer span was found in the context (every candidate fell outside it).")
     best = ans.nbest[0]
-    highlighted = {"text": ctx, "entities": [{"entity": "answer", "start": best.start_char, "end": best.end_char}]}
+    conf = serve.confidence_of(qa_model, ans)
+    unlikely = conf is not None and conf.in_text is False
+    entity = "best span, " + NOT_IN_TEXT if unlikely else "answer"
+    highlighted = {"text": ctx, "entities": [{"entity": entity, "start": best.start_char, "end": best.end_char}]}
     nbest = pd.DataFrame([[i + 1, c.text, round(c.probability, 4), round(c.score, 2), f"{c.start_char}–{c.end_char}",
                            c.window + 1] for i, c in enumerate(ans.nbest[:N_BEST_SHOWN])], columns=NBEST_COLUMNS)
     fig = qa_logits.start_end_logits(ans.tokens, ans.start_logits, ans.end_logits, best.start_token, best.end_token,
@@ -191,35 +277,74 @@ def answer(model_text: str, question: str, context: str):
     windows = ("one window" if ans.n_windows == 1 else
                f"{ans.n_windows} overlapping windows (doc stride); the chart shows window {best.window + 1}, "
                f"where the best answer is")
-    about = (f"**Answer:** “{best.text}” (probability {best.probability:.2f} among the n-best, one entry per "
-             f"answer text). The context was read in {windows}.\n\n**Head:** {qa_model.source}")
-    return highlighted, nbest, fig, about
+    if unlikely:
+        head = (f"**The answer is {NOT_IN_TEXT}.** The head's best span is “{best.text}”, but it scores the way "
+                f"the best span of a text without the answer does (the score is just above the n-best list).")
+    else:
+        head = f"**Answer:** “{best.text}” (probability {best.probability:.2f} among the n-best, one entry per answer text)."
+    about = f"{head} The context was read in {windows}.\n\n**Head:** {qa_model.source}"
+    return highlighted, nbest, fig, about, _confidence_line(conf)
 
 
 # --- Next sentence ------------------------------------------------------------------------------------
 
-@_shown(None, "", md=(1,))
+def _nsp_accuracy(head) -> str:
+    """A head's dev accuracy on the NSP pairs, in words (a probe: mean over its seeds)."""
+    if head.dev_accuracy is None:
+        return "not measured here"
+    over = " (mean over seeds)" if head.weight is not None else ""
+    return f"{head.dev_accuracy:.3f}{over} on {head.n_eval:,} dev pairs" if head.n_eval else f"{head.dev_accuracy:.3f}{over}"
+
+
+def _nsp_table(answers) -> str:
+    """Every encoder's answer to the same pair, side by side, with the vector its head reads."""
+    rows = []
+    for a in answers:
+        if a.head is None:
+            rows.append(f"| {a.name} | – | – | no head: {a.missing} | – | – |")
+            continue
+        p, record = a.prediction.p_is_next, f"`{a.head.run_id}`" if a.head.run_id else "–"
+        accuracy = "not measured" if a.head.dev_accuracy is None else f"{a.head.dev_accuracy:.3f}"
+        rows.append(f"| {a.name} | {p:.3f} | {'IsNext' if p >= 0.5 else 'NotNext'} | {a.head.reads_briefly} | "
+                    f"{accuracy} | {record} |")
+    return ("**The same pair under every encoder** (the chosen one first; each answers with its own head):\n\n"
+            "| encoder | P(IsNext) | verdict | what its head reads | dev accuracy | record |\n"
+            "|---|---|---|---|---|---|\n" + "\n".join(rows) +
+            f"\n\nDev accuracy: on the {_pairs_count(answers)}NSP dev pairs (sentences of SQuAD dev's Wikipedia "
+            "paragraphs, seeded 50/50 IsNext / NotNext); a probe's is the mean over its seeds.")
+
+
+def _pairs_count(answers) -> str:
+    n = next((a.head.n_eval for a in answers if a.head is not None and a.head.n_eval), None)
+    return f"{n:,} " if n else ""
+
+
+@_shown(None, "", "", md=(1, 2))
 def next_sentence(model_text: str, a: str, b: str):
     name = serve.model_name(model_text)
-    first = serve.check_text(a, "sentence")
-    second = serve.check_text(b, "sentence")
-    head, pred = serve.next_sentence(name, first, second)
-    about = _cut(pred.reading) + f"**P(IsNext) = {pred.p_is_next:.3f}**, answered by the {pred.source}."
+    first = serve.check_text(a, "sentence", name="sentence A")
+    second = serve.check_text(b, "sentence", name="sentence B")
+    answers = serve.next_sentence_everywhere(name, first, second)
+    chosen = answers[0]
+    if chosen.head is None:
+        about = f"⚠️ **{chosen.name} cannot answer:** {chosen.missing} The other encoders' answers are below."
+        return None, about, _nsp_table(answers)
+    head, pred = chosen.head, chosen.prediction
+    about = _notes(pred.reading) + (f"**P(IsNext) = {pred.p_is_next:.3f}** from {chosen.name}, whose head reads "
+                                    f"{head.reads}; dev accuracy {_nsp_accuracy(head)}.")
     if head.weight is None:
-        about += (f" It reads `pooler_output`, and {head.model.model_id}'s pooler is "
-                  f"{head.model.heads.pooler_provenance}.")
+        about += f" {head.model.model_id}'s pooler is {head.model.heads.pooler_provenance}."
     else:
         about += (f"\n\n{head.model.model_id} has no pretrained next-sentence head (transformers would attach a "
-                  f"random one), so a probe trained on NSP pairs answers instead: a logistic regression on "
-                  f"`{head.pooling}`, dev accuracy {head.dev_accuracy:.4f} (mean over seeds), record `{head.run_id}`.")
-    return {"IsNext": pred.p_is_next, "NotNext": 1.0 - pred.p_is_next}, about
+                  f"random one), so a probe trained on NSP pairs answers instead (record `{head.run_id}`).")
+    return {"IsNext": pred.p_is_next, "NotNext": 1.0 - pred.p_is_next}, about, _nsp_table(answers)
 
 
 # --- Inside BERT --------------------------------------------------------------------------------------
 
 def _inside_markdown(r) -> str:
     t, h = r.last_hidden_state_shape[1], r.last_hidden_state_shape[-1]
-    lines = [_cut(r.reading) + f"**{r.model_id}**, {t} tokens: `{' '.join(r.tokens)}`", "",
+    lines = [_notes(r.reading) + f"**{r.model_id}**, {t} tokens: `{' '.join(r.tokens)}`", "",
              "| output | shape | what it is |", "|---|---|---|",
              f"| `last_hidden_state` | `{r.last_hidden_state_shape}` | one {h}-d vector per token: what span QA "
              f"reads (two logits each) |"]
@@ -242,20 +367,88 @@ def _inside_markdown(r) -> str:
     return "\n".join(lines)
 
 
-@_shown("", md=(0,))
+def _top(tokens: list[str], values: list[float]) -> str:
+    i = max(range(len(values)), key=values.__getitem__)
+    return f"`{tokens[i]}` ({values[i]:.2f})"
+
+
+def _heads_markdown(r) -> str:
+    """The heads on top of the encoder, each with its weight shapes and what it makes of this input."""
+    h = r.last_hidden_state_shape[-1]
+    lines = ["### The heads on top", "",
+             "| head | reads | weights | on this input |", "|---|---|---|---|"]
+    if r.qa_head is not None:
+        q = r.qa_head
+        lines.append(f"| span QA, `Linear({h}, 2)` | every token's final state: two logits per token (start, end) | "
+                     f"W `{q.weight_shape}`, b `{q.bias_shape}` | highest start {_top(q.tokens, q.start_logits)}, "
+                     f"highest end {_top(q.tokens, q.end_logits)}; every token in the chart below |")
+    else:
+        lines.append(f"| span QA | – | none | {r.absent.get('qa', 'not shown')} |")
+    if r.nsp_head is not None:
+        n = r.nsp_head
+        lines.append(f"| next sentence, `Linear({h}, 2)` | `pooler_output`: one vector per input | W `{n.weight_shape}`, "
+                     f"b `{n.bias_shape}` | logits IsNext {n.logits[0]:.2f}, NotNext {n.logits[1]:.2f}: P(IsNext) "
+                     f"{n.p_is_next:.3f} (by hand from `pooler_output`: max abs difference {n.by_hand_max_abs_diff:.1e}) |")
+    else:
+        lines.append(f"| next sentence | – | none | {r.absent.get('nsp', 'not shown')} |")
+    if r.mlm_head is not None:
+        m = r.mlm_head
+        shapes = ", ".join(f"{k} `{v}`" for k, v in m.shapes.items())
+        said = (f"top predictions for each `{m.mask_token}`: below" if m.predictions else
+                f"type `{m.mask_token}` in the text to see what it predicts there")
+        lines.append(f"| masked LM (BERT's other pre-training head) | every token's final state, through a transform "
+                     f"| {shapes} | {said} |")
+    else:
+        lines.append(f"| masked LM | – | none | {r.absent.get('mlm', 'not shown')} |")
+    if r.mlm_head is not None and r.mlm_head.predictions:
+        lines.append("")
+        for pos, top in r.mlm_head.predictions:
+            guesses = ", ".join(f"`{t}` {p:.3f}" for t, p in top)
+            lines.append(f"- `{r.mlm_head.mask_token}` at token {pos}: {guesses}")
+    if r.qa_head is not None or r.nsp_head is not None:
+        lines.append("")
+    if r.qa_head is not None:
+        lines.append(f"The span head is the Answer tab's ({r.qa_head.source.split(':')[0].rstrip('.')}); here it reads "
+                     f"the text alone as one segment, `[CLS] text [SEP]`, where a question would come first.")
+    if r.nsp_head is not None:
+        lines.append("The NSP head, too, reads the text as one segment here; the Next sentence tab asks it about two.")
+    return "\n".join(lines)
+
+
+@_shown("", "", None, md=(0, 1))
 def look_inside(model_text: str, text: str):
     name = serve.model_name(model_text)
-    return (_inside_markdown(serve.look_inside(name, serve.check_text(text, "sentence"))),)
+    r = serve.look_inside(name, serve.check_text(text, "sentence"))
+    if r.qa_head is None:  # no QA head for this encoder (said in the table): no empty chart either
+        return _inside_markdown(r), _heads_markdown(r), gr.update(value=None, visible=False)
+    chart = qa_logits.start_end_logits(r.qa_head.tokens, r.qa_head.start_logits, r.qa_head.end_logits,
+                                       sep_token=None, title="The span-QA head on this text: a start and an end "
+                                                             "logit per token")
+    return _inside_markdown(r), _heads_markdown(r), gr.update(value=chart, visible=True)
 
 
 # --- Leaderboard --------------------------------------------------------------------------------------
 
-FIGURES = ("ablation", "layers", "heatmap", "significance", "models", "pooler_effect", "learning_curves",
-           "every_layer", "span_vector")
+# The figures, each on demand in its own accordion (built when opened, kept per filter), named in words.
+FIGURES = {
+    "ablation": "Pooling ablation: every pooling at the last layer, mean and 95% interval over seeds, rank bands",
+    "models": "Models side by side: each model's score per pooling, with published numbers for context",
+    "pooler_effect": "Does a trained pooler help? pooler minus cls, per model, paired by seed",
+    "layers": "Which layer to read: cls and mean at each hidden layer",
+    "every_layer": "Every layer: each pooling from the embeddings to the last layer",
+    "learning_curves": "Learning curves: dev score against the number of training examples",
+    "span_vector": "Span QA from one vector: the per-token head against heads reading one pooled vector",
+    "heatmap": "Task × pooling for each model: every score in one grid",
+    "significance": "Paired tests between heads: McNemar p-values for every pair",
+}
 
 
 def _filter(value):
     return None if value in (None, "", "all") else value
+
+
+def _filters(model, task, pooling, regime) -> tuple:
+    return _filter(model), _filter(task), _filter(pooling), _filter(regime)
 
 
 def _csv_file(text: str) -> str:
@@ -267,11 +460,11 @@ def _csv_file(text: str) -> str:
     return str(path)
 
 
-def _count_line(v: dict, search: str | None) -> str:
+def _count_line(table: pd.DataFrame, matched: int, search: str | None) -> str:
     """What the table shows, in words: its rows and the records behind them, and what a search left out (the
     search narrows the table only; the figures keep every record the filters match)."""
-    rows, matched = len(v["table"]), v["n_records"]
-    behind = int(v["table"]["n_seeds"].sum()) if rows else 0  # each row aggregates its seeds' records
+    rows = len(table)
+    behind = int(table["n_seeds"].sum()) if rows else 0  # each row aggregates its seeds' records
     if not matched:
         return "No rows shown: no records match these filters."
     if search and behind < matched:
@@ -281,43 +474,75 @@ def _count_line(v: dict, search: str | None) -> str:
     return f"{rows} rows shown, one per setup: {matched} records match the filters, aggregated over seeds."
 
 
-@_shown("", EMPTY_TABLE, None, *(None for _ in FIGURES), md=(0,))
+@_shown("", EMPTY_TABLE, None, "", "", md=(0, 3, 4))
 def board(model, task, pooling, regime, search):
-    v = leaderboard.views(model=_filter(model), task=_filter(task), pooling=_filter(pooling),
-                          regime=_filter(regime), search=search or None)
-    summary = _count_line(v, search)
-    if v["problems"]:
-        summary += "\n\nSkipped bad record lines: " + "; ".join(f"`{p}`" for p in v["problems"][:5])
-    summary += _estimates_markdown(v.get("estimates"))
-    shown = v["table"][TABLE_SHOWN].round({"ci95_low": 4, "ci95_high": 4})
-    return (summary, shown, _csv_file(v["csv"]), *(v[f] for f in FIGURES))
+    """The first view (one compact view per task), the count line, the table and its CSV, and the k-fold
+    estimates, for the filters: each computed once per records version (leaderboard.board)."""
+    b = leaderboard.board.current()
+    f = _filters(model, task, pooling, regime)
+    tab = b.table(*f, search=search or None)
+    summary = _count_line(tab, len(b.rows(*f)), search)
+    if b.problems:
+        summary += "\n\nSkipped bad record lines: " + "; ".join(f"`{p}`" for p in b.problems[:5])
+    first = b.first_view(f[0], f[1], f[3])  # compares heads: the pooling filter does not narrow it
+    shown = tab[TABLE_SHOWN].round({"ci95_low": 4, "ci95_high": 4})
+    return (summary, shown, _csv_file(b.csv(*f, search=search or None)), first,
+            _estimates_markdown(b.estimates(f[0], f[1], f[3])))
 
 
 def _estimates_markdown(est) -> str:
-    """The k-fold records, listed beside the table and never ranked in it (their heads trained on dev articles)."""
-    if est is None or est.empty:
-        return ""
-    rows = "\n".join(f"| {r.regime} | {r.split} | {r.n_train:,} | {r.n_eval:,} | {r.metrics.get('exact_match', 0):.2f} | "
-                     f"{r.metrics.get('f1', 0):.2f} | `{r.run_id}` |" for r in est.itertuples())
-    return ("\n\n**Shown apart, never ranked:** k-fold estimates of the Answer tab's demo head (each dev question "
-            "answered by a head trained on the other dev articles; not official-dev scores).\n\n"
-            "| regime | split | train | scored | EM | F1 | record |\n|---|---|---|---|---|---|---|\n" + rows)
+    """The k-fold records the filters name, one table per task with that task's own metrics (SQuAD EM and F1,
+    QNLI accuracy, ...), beside the table and never ranked in it (their heads trained on dev examples)."""
+    return leaderboard.overview.estimates_markdown(est)
+
+
+def _plot(b, name: str, f: tuple):
+    """One figure for the filters, serialised once per records version and filter (PlotData skips Gradio's
+    own to_json)."""
+    from gradio.components.plot import PlotData
+
+    return PlotData(type="plotly", plot=b.figure_json(name, *f))
+
+
+def board_figures(model, task, pooling, regime, opened):
+    """After a filter change: the open figures for the new filters; closed ones emptied (built when opened)."""
+    b = leaderboard.board.current()
+    f = _filters(model, task, pooling, regime)
+    return tuple(_plot(b, name, f) if name in (opened or ()) else None for name in FIGURES)
+
+
+def _figure_opened(name: str):
+    def opened(model, task, pooling, regime, opened):
+        """An accordion opened: its figure for the current filters, and the figure counted as open."""
+        try:
+            fig = _plot(leaderboard.board.current(), name, _filters(model, task, pooling, regime))
+        except Exception:  # noqa: BLE001: a figure that fails says so; the tab keeps working
+            log.exception("figure %s failed", name)
+            fig = leaderboard.figures.message(FIGURES[name], "this figure could not be drawn (the server log has "
+                                                             "the reason)")
+        return fig, tuple(sorted({*(opened or ()), name}))
+    return opened
+
+
+def _figure_closed(name: str):
+    def closed(opened):
+        return tuple(n for n in (opened or ()) if n != name)
+    return closed
 
 
 def board_choices():
-    choices = leaderboard.views()["choices"]
+    choices = leaderboard.board.current().choices
     return tuple(gr.update(choices=["all", *choices[f]]) for f in ("model", "task", "pooling", "regime"))
 
 
 def board_context(model, task, pooling, regime):
-    """The findings (first in the tab) and the published reference numbers, for the current filters."""
+    """The findings in full (every head's margin, interval and test) and the published reference numbers, for
+    the current filters; k-fold estimates never enter a finding."""
     try:
-        df, _ = leaderboard.data.load()
+        b = leaderboard.board.current()
+        f = _filters(model, task, pooling, regime)
         # A finding compares heads: the pooling filter does not narrow it.
-        rows = leaderboard.data.filter_records(df, model=_filter(model), task=_filter(task), regime=_filter(regime))
-        found = leaderboard.findings.as_markdown(leaderboard.findings.findings(rows))
-        return (markup.safe_markdown(f"### Findings\n{found}"),
-                leaderboard.references.table(_filter(task), _filter(regime)))
+        return markup.safe_markdown(b.findings(f[0], f[1], f[3])), b.references(f[1], f[3])
     except Exception:  # noqa: BLE001: the tab still shows everything else
         log.exception("findings failed")
         return "⚠️ Findings could not be written (the server log has the reason).", EMPTY_REFS
@@ -325,7 +550,7 @@ def board_context(model, task, pooling, regime):
 
 def board_from_url(request: gr.Request):
     """Page load: a link with leaderboard query parameters opens the tab on that view (filters set from the URL)."""
-    choices = leaderboard.views()["choices"] if request is not None and request.query_params else None
+    choices = leaderboard.board.current().choices if request is not None and request.query_params else None
     state = leaderboard.urlstate.from_query(getattr(request, "query_params", None), choices or {})
     if not state["shared"]:
         return (gr.skip(), *(gr.skip() for _ in leaderboard.urlstate.FILTERS), gr.skip(), False, "")
@@ -335,8 +560,9 @@ def board_from_url(request: gr.Request):
 
 
 def board_if_shared(shared, model, task, pooling, regime, search):
-    """After page load: build the tab once for a shared link; nothing for a plain visit."""
-    n = 4 + len(FIGURES) + 2
+    """After page load: build the tab once for a shared link (its figures stay closed until opened); nothing for a
+    plain visit."""
+    n = 6 + 2  # board's outputs (summary, table, CSV, first view, estimates, status), then the findings and references
     if not shared:
         return tuple(gr.skip() for _ in range(n))
     return (*board(model, task, pooling, regime, search), *board_context(model, task, pooling, regime))
@@ -344,23 +570,20 @@ def board_if_shared(shared, model, task, pooling, regime, search):
 
 def disagree_heads(model, task, regime, seed):
     """The two head pickers: the heads of the run the filters name."""
-    df, _ = leaderboard.data.load()
+    df = leaderboard.board.current().frame
     heads = leaderboard.disagreements.heads(df, _filter(task), _filter(model), _filter(regime), seed)
     return (gr.update(choices=heads, value=heads[0] if heads else None),
             gr.update(choices=heads, value=heads[1] if len(heads) > 1 else None))
 
 
 def disagree(model, task, regime, seed, head_a, head_b):
-    """The examples two heads of one run disagree on (the same code as `python -m berteval disagree`)."""
-    df, _ = leaderboard.data.load()
-    try:
-        from berteval.config import data_dir
-
-        folder = data_dir(None)
-    except BertevalError:
-        folder = None
+    """The examples two heads of one run disagree on (the same code as `python -m berteval disagree`), with their
+    texts where the data is found as the docs' commands find it ($BERTEVAL_DATA, else ../shared/data beside the
+    clone); the messages speak to a visitor, never of command-line options."""
+    df = leaderboard.board.current().frame
     summary, table = leaderboard.disagreements.view(df, _filter(task), _filter(model), _filter(regime), seed, head_a,
-                                                    head_b, data_dir=folder, limit=25)
+                                                    head_b, data_dir=leaderboard.disagreements.texts_dir(), limit=25,
+                                                    visitor=True)
     return markup.safe_markdown(markup.redact_paths(summary)), table.map(markup.neutral)
 
 
@@ -382,25 +605,30 @@ def _wire(key: str, button: gr.Button, fn, inputs: list, outputs: list, api_name
 
 
 def _classify_tab(model_box: gr.Dropdown) -> None:
-    """Sentence -> label, by the committed SST-2 probe head on the chosen vector."""
-    _note("A sentence → positive / negative, by the committed SST-2 probe head reading the vector you "
-          "choose.")
+    """Sentence (or pair) -> label or score, by the committed probe head of the chosen task on the chosen vector."""
+    _note("A sentence → positive / negative (SST-2), or a pair → paraphrase (MRPC), entailment (RTE) or a "
+          "similarity score from 0 to 5 (STS-B), by the committed probe head reading the vector you choose. A model "
+          "with no SST-2 record gets a quick probe trained here on demand.")
     with gr.Row():
         with gr.Column():
+            task = gr.Radio([(t.title, t.name) for t in serve.PAGE_TASKS.values()], value="sst2", label="Task",
+                            elem_id="classify-task")
             sentence = gr.Textbox(label="Sentence", lines=2, elem_id="classify-sentence")
+            sentence_b = gr.Textbox(label="Sentence B", lines=2, visible=False, elem_id="classify-sentence-b")
             pooling = gr.Radio(list(HEADS), value="mean", label="The head reads")
             go_classify = gr.Button("Classify", variant="primary")
         with gr.Column():
-            label = gr.Label(label="Sentiment", num_top_classes=2, elem_id="classify-label")
+            label = gr.Label(label="Answer", num_top_classes=2, elem_id="classify-label")
             about = gr.Markdown(elem_id="classify-about")
             compare = gr.Markdown(elem_id="classify-compare")
     status = _status_box("classify")
-    _wire("classify", go_classify, classify, [model_box, sentence, pooling], [label, about, compare, status],
-          "classify")
+    task.change(classify_inputs, task, [sentence, sentence_b], api_visibility="private")
+    _wire("classify", go_classify, classify, [model_box, sentence, pooling, task, sentence_b],
+          [label, about, compare, status], "classify")
 
 
 def _answer_tab(model_box: gr.Dropdown) -> None:
-    """Question + context -> span, n-best and the start/end logits."""
+    """Question + context -> span, n-best, the confidence that the text holds an answer, and the start/end logits."""
     _note("A question and a context → the answer span. The head scores every token twice (start and "
           "end); the chart shows both. " + QA_LIMITS)
     with gr.Row():
@@ -409,21 +637,24 @@ def _answer_tab(model_box: gr.Dropdown) -> None:
             context = gr.Textbox(label="Context", lines=7, elem_id="qa-context")
             go_answer = gr.Button("Answer", variant="primary")
         with gr.Column():
-            highlighted = gr.HighlightedText(label="Answer in the context", color_map={"answer": "#2ca02c"},
+            highlighted = gr.HighlightedText(label="Answer in the context",
+                                             color_map={"answer": "#2ca02c", f"best span, {NOT_IN_TEXT}": "#bbbbbb"},
                                              show_inline_category=False, elem_id="qa-highlight")
             qa_about = gr.Markdown(elem_id="qa-about")
     qa_status = _status_box("qa")
+    qa_confidence = gr.Markdown(elem_id="qa-confidence")
     nbest = gr.Dataframe(EMPTY_NBEST, label="n-best answers", interactive=False, wrap=True, elem_id="qa-nbest",
                          column_widths=["7%", "45%", "13%", "15%", "12%", "8%"])
     qa_plot = gr.Plot(label="Start and end logits", elem_id="qa-logits")
     _wire("qa", go_answer, answer, [model_box, question, context],
-          [highlighted, nbest, qa_plot, qa_about, qa_status], "answer")
+          [highlighted, nbest, qa_plot, qa_about, qa_confidence, qa_status], "answer")
 
 
 def _nsp_tab(model_box: gr.Dropdown) -> None:
-    """Sentence A + sentence B -> P(IsNext), by the pretrained NSP head or a probe."""
-    _note("Sentence A and sentence B → does B follow A? BERT's pre-training asked exactly this, through "
-          "the pooler.")
+    """Sentence A + sentence B -> P(IsNext) from the chosen encoder's head, and every offline encoder's beside it."""
+    _note("Sentence A and sentence B → does B follow A? BERT's pre-training asked exactly this, with a head on "
+          "the pooler. An encoder without that head answers through a probe trained on NSP pairs; the table "
+          "shows every offline encoder's answer, and which vector each head reads.")
     with gr.Row():
         with gr.Column():
             sent_a = gr.Textbox(label="Sentence A", lines=2, elem_id="nsp-a")
@@ -433,42 +664,73 @@ def _nsp_tab(model_box: gr.Dropdown) -> None:
             nsp_label = gr.Label(label="Next sentence", num_top_classes=2, elem_id="nsp-label")
             nsp_about = gr.Markdown(elem_id="nsp-about")
     nsp_status = _status_box("nsp")
-    _wire("nsp", go_nsp, next_sentence, [model_box, sent_a, sent_b], [nsp_label, nsp_about, nsp_status],
+    nsp_all = gr.Markdown(elem_id="nsp-all")
+    _wire("nsp", go_nsp, next_sentence, [model_box, sent_a, sent_b], [nsp_label, nsp_about, nsp_all, nsp_status],
           "next_sentence")
 
 
 def _inside_tab(model_box: gr.Dropdown) -> None:
-    """One input's hidden states, the pooler recomputed by hand, and the distances between vectors."""
+    """One input's hidden states, the pooler recomputed by hand, the distances between vectors, and the heads."""
     _note("What `last_hidden_state` and `pooler_output` are for one input, the pooler recomputed by "
-          "hand, and how far apart `cls`, `pooler` and `mean` are.")
+          "hand, how far apart `cls`, `pooler` and `mean` are, and the heads on top: span QA (two logits per "
+          "token), next sentence (two logits on the pooler) and, where the checkpoint has it, masked LM (type "
+          "`[MASK]` in the text).")
     inside_text = gr.Textbox(label="Input", lines=2, elem_id="inside-text")
     go_inside = gr.Button("Look inside", variant="primary")
     inside_status = _status_box("inside")
     inside_report = gr.Markdown(elem_id="inside-report")
-    _wire("inside", go_inside, look_inside, [model_box, inside_text], [inside_report, inside_status],
-          "inside")
+    inside_heads = gr.Markdown(elem_id="inside-heads")
+    inside_plot = gr.Plot(label="The span-QA head's logits", elem_id="inside-qa-logits")
+    _wire("inside", go_inside, look_inside, [model_box, inside_text],
+          [inside_report, inside_heads, inside_plot, inside_status], "inside")
+
+
+def _warm_board() -> None:
+    """Compute the records' views once in the background at start-up, so the tab's first view is ready when a
+    visitor opens it (a later run that adds records costs one recomputation, on the next visit)."""
+    try:
+        b = leaderboard.board.current()
+        b.first_view(), b.table(), b.csv(), b.findings(), b.references()
+    except Exception:  # noqa: BLE001: the tab computes it again when opened, and says what fails
+        log.exception("leaderboard warm-up failed")
 
 
 def _leaderboard_tab(board_tab: gr.Tab) -> SimpleNamespace:
-    """Findings, filters, table, figures and the disagreement viewer; built when the tab is opened.
-    Returns the components the page's shared-link handler sets (filters, search, url_note) and fills."""
-    findings_box = gr.Markdown(elem_id="board-findings")
-    _note("Every committed result record, aggregated over seeds. Filters apply to the findings, the table "
-          "and the figures, and live in the page's address: copy it to share this view. `band`: heads in "
-          "one band are not separated by the paired tests (McNemar, every seed, Holm-corrected).")
+    """The first view (one compact view per task), the filters, the table, then every detail on demand: the
+    findings in full, each figure, the disagreement viewer and the published numbers in accordions (a figure is
+    built when its accordion opens). Returns the components the page's shared-link handler sets (filters,
+    search, url_note) and fills."""
+    import threading
+
+    threading.Thread(target=_warm_board, name="board-warm-up", daemon=True).start()
+    first = gr.Markdown(elem_id="board-first")
+    _note("Every committed result record, aggregated over seeds. The filters apply to everything in this tab "
+          "and live in the page's address: copy it to share this view.")
     with gr.Row():
         filters = [gr.Dropdown(["all"], value="all", label=f, allow_custom_value=True, elem_id=f"board-{f}")
                    for f in ("model", "task", "pooling", "regime")]
-        search = gr.Textbox(label="search (Enter)", placeholder="words that every row must contain",
+        search = gr.Textbox(label="search the table (Enter)", placeholder="words that every row must contain",
                             max_lines=1, elem_id="board-search")
     board_status = _status_box("board")
     url_note = gr.Markdown(elem_id="board-url-note")
     summary = gr.Markdown(elem_id="board-summary")
-    table = gr.Dataframe(EMPTY_TABLE, label="Leaderboard", interactive=False, max_height=640,
-                         elem_id="board-table")
+    table = gr.Dataframe(EMPTY_TABLE, label="Every row: mean ± std over seeds, rank band (heads in one band are not "
+                         "separated by the paired tests), 95% interval, reproduce command, record ids",
+                         interactive=False, max_height=440, elem_id="board-table")
     with gr.Row():
         download = gr.DownloadButton("Download CSV (every column)", size="sm", scale=0, min_width=220,
                                      elem_id="board-csv")
+    estimates = gr.Markdown(elem_id="board-estimates")
+    with gr.Accordion("Findings in full: each head's margin over the others, its 95% interval over seeds and the "
+                      "paired test", open=False, elem_id="board-findings-details"):
+        findings_box = gr.Markdown(elem_id="board-findings")
+    opened = gr.State(())  # the figures whose accordion is open: a filter change redraws those only
+    plots = []
+    for name, title in FIGURES.items():
+        with gr.Accordion(title, open=False, elem_id=f"board-fig-{name}") as box:
+            plots.append(gr.Plot(show_label=False, elem_id=f"board-plot-{name}"))
+        box.expand(_figure_opened(name), [*filters, opened], [plots[-1], opened], api_visibility="private")
+        box.collapse(_figure_closed(name), opened, opened, api_visibility="private")
     with gr.Accordion("The examples behind a paired test: where two heads of one run disagree",
                       open=False, elem_id="board-disagree"):
         _note("Pick a model, task and regime in the filters above, a seed, and two heads.")
@@ -481,11 +743,10 @@ def _leaderboard_tab(board_tab: gr.Tab) -> SimpleNamespace:
         disagree_summary = gr.Markdown(elem_id="board-disagree-summary")
         disagree_table = gr.Dataframe(interactive=False, wrap=True, max_height=520,
                                       elem_id="board-disagree-table")
-    plots = [gr.Plot(label=f) for f in FIGURES]
-    gr.Markdown("**Published numbers for context** (other models, data and protocols; never ranked with "
-                "the measured rows)")
-    refs = gr.Dataframe(EMPTY_REFS, interactive=False, wrap=True, elem_id="board-references")
-    outputs = [summary, table, download, *plots, board_status]
+    with gr.Accordion("Published numbers for context: other models, data and protocols, never ranked with the "
+                      "measured rows", open=False, elem_id="board-refs"):
+        refs = gr.Dataframe(EMPTY_REFS, interactive=False, wrap=True, elem_id="board-references")
+    outputs = [summary, table, download, first, estimates, board_status]
     context = [findings_box, refs]
     inputs = [*filters, search]
     # User edits only (.input / Enter): the URL handler below sets the filters without re-running this.
@@ -493,9 +754,10 @@ def _leaderboard_tab(board_tab: gr.Tab) -> SimpleNamespace:
     for control in filters:
         control.input(board, inputs, outputs, js=leaderboard.urlstate.SYNC_JS, api_visibility="private")
         control.input(board_context, filters, context, api_visibility="private")
+        control.input(board_figures, [*filters, opened], plots, api_visibility="private")
     search.submit(board, inputs, outputs, js=leaderboard.urlstate.SYNC_JS, api_visibility="private")
-    # Built when the tab is opened, not on every page load: records are re-read each time (a run
-    # may have added some), and a visitor who never opens the tab costs nothing.
+    # Built when the tab is opened, not on every page load; each view is computed once per records version
+    # (leaderboard.board: a run that adds records makes a new one), so opening the tab again costs nothing.
     board_tab.select(board_choices, None, filters, api_visibility="private")
     board_tab.select(board, inputs, outputs, api_name="leaderboard")
     board_tab.select(board_context, filters, context, api_visibility="private")
@@ -509,16 +771,24 @@ def _leaderboard_tab(board_tab: gr.Tab) -> SimpleNamespace:
                            context=context)
 
 
+def _model_info(offline: list[str]) -> str:
+    """The Encoder box's help: what each offline encoder is (the twins once their checkpoints are committed)."""
+    twins = [n for n in offline if n.startswith("wiki-bert-mini")]
+    pretrained = (f" {' and '.join(twins)}: BERT-Minis pre-trained here from scratch on Wikipedia, with and without "
+                  f"the next-sentence loss." if twins else "")
+    return ("Offline: 'default' (the embedded all-MiniLM-L6-v2) and encoders derived from it (+nsp-pooler: its pooler "
+            "trained by next-sentence prediction; +mlm-nsp: BERT's pre-training continued; +random: the untrained "
+            f"floor).{pretrained} A hub id such as bert-base-uncased works where the hub is reachable (Classify then "
+            "trains a quick probe for it); there the list also offers SQuAD checkpoints, whose own QA head answers in "
+            "the Answer tab.")
+
+
 def build_demo() -> gr.Blocks:
     with gr.Blocks(title="berteval: BERT's heads, tried by hand", analytics_enabled=False) as page:
         gr.Markdown(INTRO)
         model_box = gr.Dropdown(serve.suggested_models(), value=serve.DEFAULT_MODEL, label="Encoder",
                                 allow_custom_value=True, filterable=True, elem_id="model",
-                                info="Offline: 'default' (the embedded all-MiniLM-L6-v2) and encoders derived from it "
-                                     "(+nsp-pooler: its pooler trained by next-sentence prediction; +mlm-nsp: BERT's "
-                                     "pre-training continued; +random: the untrained floor). A hub id such as "
-                                     "bert-base-uncased works where the hub is reachable; there the list also offers "
-                                     "SQuAD checkpoints, whose own QA head answers in the Answer tab.")
+                                info=_model_info(serve.offline_models()))
         with gr.Tabs() as tabs:
             with gr.Tab("Classify", id="classify"):
                 _classify_tab(model_box)

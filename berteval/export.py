@@ -33,6 +33,11 @@ CARD = {
             "dataset": {"name": "NSP pairs from SQuAD v1.1 dev paragraphs (berteval nsp v1)",
                         "type": "rajpurkar/squad"}},
 }
+for _name, _label, _kind in (("mrpc", "GLUE MRPC", "Paraphrase detection"), ("rte", "GLUE RTE", "Textual entailment"),
+                              ("stsb", "GLUE STS-B", "Semantic similarity (regression)"),
+                              ("qnli", "GLUE QNLI (5-fold cross-validation over dev)", "Question-answer entailment")):
+    CARD[_name] = {"task": {"type": "text-classification", "name": _kind},
+                   "dataset": {"name": _label, "type": "nyu-mll/glue", "config": _name}}
 REGIME_WORDS = {"probe": "frozen encoder, trained probe", "finetune": "fine-tuned",
                 "pretrained": "the checkpoint's own pretrained head"}
 SOURCE_ENV = "BERTEVAL_SOURCE_URL"

@@ -18,6 +18,10 @@ def model_id(name: str, records: list[RunRecord]) -> str:
     ids = sorted({r.model for r in records})
     if name in ids:
         return name
+    from .models.pretrained import PRETRAINED  # light: names only
+
+    if name in PRETRAINED and PRETRAINED[name].model_id in ids:  # a twin pre-trained here: berteval/<name>
+        return PRETRAINED[name].model_id
     base, plus, variant = name.partition("+")
     base_ids = sorted({r.model for r in records if r.config.get("model_source") == base})
     if len(base_ids) == 1:
@@ -48,13 +52,48 @@ def main_setup(records: list[RunRecord]) -> list[RunRecord]:
     return max(groups.values(), key=lambda rs: (rs[0].n_train, len({r.seed for r in rs}), rs[0].dtype == "fp32"))
 
 
+# The docs' folders, relative to the repository root, where a reproduce command names a folder of the machine
+# that ran it: the data beside the clone, and the committed results.
+DOCS_DATA_DIR = "../shared/data"
+DOCS_RESULTS = "leaderboard/results"
+
+
+def _docs_path(option: str, value: str) -> str:
+    """`value` of a folder option as the docs write it: any absolute data folder is `../shared/data`; an absolute
+    results folder ending in leaderboard/results is `leaderboard/results`. Other values stay as typed (`/tmp/r`
+    names no machine's layout, and a relative path already reads the same everywhere)."""
+    if not value.startswith("/"):
+        return value
+    if option == "--data-dir":
+        return DOCS_DATA_DIR
+    if option == "--out" and value.rstrip("/").endswith("/" + DOCS_RESULTS):
+        return DOCS_RESULTS
+    return value
+
+
+def _relative(args: str) -> str:
+    words = args.split(" ")
+    out = []
+    for i, w in enumerate(words):
+        option, eq, value = w.partition("=")
+        if eq and option in ("--data-dir", "--out"):
+            out.append(f"{option}={_docs_path(option, value)}")
+        elif i > 0 and words[i - 1] in ("--data-dir", "--out"):
+            out.append(_docs_path(words[i - 1], w))
+        else:
+            out.append(w)
+    return " ".join(out)
+
+
 def command(rec: RunRecord) -> str:
-    """The command that wrote a record, as a reader would type it: `python -m berteval ...` in place of the
-    interpreter's path to berteval/__main__.py (records keep sys.argv as it was)."""
+    """The command that wrote a record, as a reader would type it from the repository root: `python -m berteval
+    ...` in place of the interpreter's path to berteval/__main__.py, and the docs' relative folders
+    (`--data-dir ../shared/data`, `--out leaderboard/results`) in place of the absolute ones of the machine that
+    ran it. The records keep sys.argv as it was; only what is shown changes."""
     raw = str(rec.config.get("command", "")).strip()
     if not raw:
         return ""
     head, _, rest = raw.partition(" ")
     if head.endswith(("berteval/__main__.py", "berteval")) or head.endswith("-m"):
-        return f"python -m berteval {rest}".strip()
-    return raw
+        return f"python -m berteval {_relative(rest)}".strip()
+    return _relative(raw)

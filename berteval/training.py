@@ -98,10 +98,12 @@ class LengthGroupedBatches(torch.utils.data.Sampler):
 def _optimiser(model: torch.nn.Module, cfg: TrainConfig, total: int):
     """AdamW (no decay on biases and LayerNorm weights) with linear warm-up and linear decay."""
     params = [p for p in model.parameters() if p.requires_grad]
-    decay = [p for p in params if p.ndim >= 2]
-    no_decay = [p for p in params if p.ndim < 2]
-    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
-                                   {"params": no_decay, "weight_decay": 0.0}], lr=cfg.lr)
+    scaled = [p for p in params if getattr(p, "lr_scale", 1.0) != 1.0]  # e.g. attention pooling's query
+    plain = [p for p in params if getattr(p, "lr_scale", 1.0) == 1.0]
+    groups = [{"params": [p for p in plain if p.ndim >= 2], "weight_decay": cfg.weight_decay},
+              {"params": [p for p in plain if p.ndim < 2], "weight_decay": 0.0}]
+    groups += [{"params": [p], "weight_decay": 0.0, "lr": cfg.lr * p.lr_scale} for p in scaled]
+    optimizer = torch.optim.AdamW([g for g in groups if g["params"]], lr=cfg.lr)
     warmup = int(cfg.warmup_ratio * total)
     schedule = lambda step: (step + 1) / max(1, warmup) if step < warmup else max(  # noqa: E731
         0.0, (total - step) / max(1, total - warmup))

@@ -1,8 +1,10 @@
 """berteval's leaderboard: result records -> pandas -> Plotly figures, a table and an HTML report.
 
-`views()` is what the app calls: it loads the records, applies the UI's filters and returns
-every figure plus the table, so the Gradio tab only wires components to it. This package
-may import pandas and plotly; it never imports gradio, and `berteval/` never imports it.
+`board.current()` is what the app calls: one version of the records with every view of them
+(the first view per task, the table, the findings, each figure) computed once per filter, so the
+Gradio tab only wires components to it. `views()` returns all of them at once for one set of
+filters. This package may import pandas and plotly; it never imports gradio, and `berteval/`
+never imports it.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import os
 from typing import Iterable
 
-from . import bands, data, disagreements, figures, findings, labels, references, table, urlstate
+from . import bands, board, data, disagreements, figures, findings, labels, overview, references, table, urlstate
 from .figures import compare, curves
 
 
@@ -21,37 +23,32 @@ def views(model=None, task=None, pooling=None, regime=None, search: str | None =
     Filters take None/'all' (any), one value or a list; `paths` defaults to the committed
     results (or $BERTEVAL_RESULTS_REPO's snapshot, see data.load). Returns {"ablation", "layers",
     "heatmap", "significance", "models", "pooler_effect", "learning_curves", "every_layer",
-    "span_vector": go.Figure, "findings": Markdown (one
-    generated sentence per task, model and regime), "references": DataFrame (published numbers,
-    never ranked), "table": DataFrame (with rank band, reproduce command and record ids), "frame":
-    the unfiltered records frame, "csv": str, "choices": {filter: values}, "problems": [str],
-    "n_records": int, "estimates": the k-fold records (split "validation, k-fold by article"), left out of
-    everything else}. Never raises on bad data: problems are listed and figures say what is missing.
+    "span_vector": go.Figure, "first_view": Markdown (one compact view per task: models x poolings, the
+    best head, one plain sentence; overview.py), "findings": Markdown (one generated sentence per task,
+    model and regime), "references": DataFrame (published numbers, never ranked), "table": DataFrame (with
+    rank band, reproduce command and record ids), "frame": the records frame without the k-fold estimates,
+    "csv": str, "choices": {filter: values}, "problems": [str], "n_records": int, "estimates": the k-fold
+    records the filters name (split "validation, k-fold ..."), left out of everything else}. Each is
+    computed once per records version and filter (board.py). Never raises on bad data: problems are listed
+    and figures say what is missing.
     """
-    df, problems = data.load(paths, repo=repo)
-    apart = data.estimates(df)  # k-fold estimates: shown apart, never ranked with official-dev records
-    df = df[~data.is_estimate(df)]
-    rows = data.filter_records(df, model=model, task=task, pooling=pooling, regime=regime)
-    band_frame = bands.rank_bands(df)  # from every record: a filter never changes a band
-    tab = table.leaderboard_table(rows, search=search, band_frame=band_frame)
+    b = board.current(paths, repo=repo)
+    f = (model, task, pooling, regime)
     return {
-        **figures.all_figures(rows, band_frame),
-        **curves.all_figures(rows),  # learning curves, every layer, span QA from one vector
-        "models": compare.model_pooling_figure(rows),
-        "pooler_effect": compare.pooler_effect_figure(rows),
+        **{name: b.figure(name, *f) for name in board.FIGURE_FUNCTIONS},
         # A finding compares heads, so the pooling filter does not narrow it (model, task and regime do).
-        "findings": findings.as_markdown(findings.findings(
-            data.filter_records(df, model=model, task=task, regime=regime))),
-        "references": references.table(task, regime),
-        "frame": df,
-        "table": tab,
-        "csv": table.to_csv(tab),
-        "choices": table.choices(df),  # from all records, so a filter never hides its own options
-        "problems": [str(p) for p in problems],
-        "estimates": apart,
-        "n_records": len(rows),
+        "first_view": b.first_view(model, task, regime),
+        "findings": b.findings(model, task, regime),
+        "references": b.references(task, regime),
+        "frame": b.frame,
+        "table": b.table(*f, search=search),
+        "csv": b.csv(*f, search=search),
+        "choices": b.choices,
+        "problems": list(b.problems),
+        "estimates": b.estimates(model, task, regime),
+        "n_records": len(b.rows(*f)),
     }
 
 
-__all__ = ["views", "bands", "compare", "curves", "data", "disagreements", "figures", "findings", "labels", "references",
-           "table", "urlstate"]
+__all__ = ["views", "bands", "board", "compare", "curves", "data", "disagreements", "figures", "findings", "labels",
+           "overview", "references", "table", "urlstate"]

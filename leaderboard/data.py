@@ -39,7 +39,7 @@ COLUMNS = [
     "run_id", "model", "model_revision", "task", "task_version", "split", "pooling", "regime", "layer",
     "layer_label", "seed", "main_metric", "value", "n_train", "n_eval", "data_sha256", "data_short", "dtype",
     "device", "wall_s", "git_commit", "git_short", "command", "versions", "timestamp", "file",
-    "pooler_provenance", "metrics", "paired_tests", "reproduce",
+    "pooler_provenance", "metrics", "paired_tests", "reproduce", "kfold_whole",
 ]
 AGG_COLUMNS = [*CELL, "layer_label", *SETUP, "mean", "std", "n_seeds", "seeds", "ci95_low", "ci95_high",
                "ci95_half", "n_eval", "git_commits", "run_ids", "reproduce"]
@@ -86,6 +86,8 @@ def _row(rec: RunRecord, file: str) -> dict:
         # The pooler caveat (e.g. "never trained") matters only where the pooler was read.
         "pooler_provenance": str(rec.config.get("pooler_provenance", "")) if rec.pooling == "pooler" else "",
         "metrics": dict(rec.metrics), "paired_tests": list(rec.paired_tests),
+        # A k-fold record that is the whole estimate (every dev example scored once), not one fold's part.
+        "kfold_whole": bool(is_kfold(rec.split) and isinstance(rec.config.get("folds"), list)),
     }
     # One column per metric as well, so "f1" and "exact_match" can be sorted and exported.
     row.update({f"metric_{name}": float(v) for name, v in rec.metrics.items()})
@@ -269,7 +271,8 @@ def main_setups(df: pd.DataFrame) -> pd.DataFrame:
 # k-fold estimates (berteval.regimes.kfold: dev questions answered by heads trained on the other dev articles, their
 # split "validation, k-fold by article ...") are not official-dev scores: views() shows them apart and never
 # ranks them with the records scored on the official dev set.
-ESTIMATE_COLUMNS = ["model", "task", "regime", "split", "n_train", "n_eval", "metrics", "wall_s", "run_id"]
+ESTIMATE_COLUMNS = ["model", "task", "regime", "pooling", "layer", "seed", "split", "n_train", "n_eval", "main_metric",
+                    "value", "metrics", "kfold_whole", "wall_s", "run_id"]
 
 
 def is_estimate(df: pd.DataFrame) -> pd.Series:

@@ -2,16 +2,21 @@
 
 `berteval.disagree.compare` does the work (the same code as `python -m berteval disagree`); this
 module picks the records from the leaderboard's frame, turns the result into a table, and writes
-the report's section: for every tested pair of last-layer heads (main setup, lowest seed), the
-counts line and the examples each head gets right that the other gets wrong, most confidently
-wrong first. Predictions are read beside each record's file (`predictions/<task>/<run_id>.json`),
-so records from a downloaded snapshot work the same as the committed ones. Texts need the data
-dir (`--data-dir` / $BERTEVAL_DATA); without it ids and labels still show. Never raises.
+the report's section: for every pair of last-layer heads McNemar-tested on the same examples (main
+setup, lowest seed), one line with the counts and the few examples each head gets right that the
+other gets wrong, most confidently wrong first; every disagreeing example goes to a CSV file beside
+the report (`report_rows`). Predictions are read beside each record's file
+(`predictions/<task>/<run_id>.json`), so records from a downloaded snapshot work the same as the
+committed ones. Texts need the data: `--data-dir` / $BERTEVAL_DATA for the report, and for the app
+`texts_dir()`, which finds it as the docs' commands do (../shared/data beside the clone). Without
+it ids and labels still show. In the app (`visitor=True`) a message never names a command-line
+option. Never raises.
 """
 
 from __future__ import annotations
 
 import html
+import os
 from pathlib import Path
 
 import pandas as pd
@@ -22,10 +27,40 @@ from berteval.record_lookup import short_name
 from berteval.records import read_records
 
 from . import data
-from .labels import regime_name, task_name
+from .labels import reading_order, regime_name, task_name
 
 COLUMNS = ["right", "id", "gold", "head A", "head B", "text"]
 EMPTY = pd.DataFrame(columns=COLUMNS)
+CSV_COLUMNS = ["task", "model", "regime", "seed", "head_a", "head_b", "right", "id", "gold", "a_says", "b_says",
+               "text"]
+# Where the docs keep the data: ../shared/data beside the clone (the repository's parent folder).
+SHARED_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
+NO_TEXTS = "Texts not shown: the data these examples come from is not on this server."
+TEXT_CHARS = 180  # a text in the report's summary table; the CSV keeps it whole
+
+
+def texts_dir() -> Path | None:
+    """The data folder behind the examples' texts, found as the docs' commands find it: $BERTEVAL_DATA, else
+    ../shared/data beside the clone; None where neither is a folder."""
+    raw = os.environ.get("BERTEVAL_DATA")
+    for candidate in ([Path(raw).expanduser()] if raw else []) + [SHARED_DATA]:
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
+def _for_visitor(message: str) -> str:
+    """A note or refusal of berteval.disagree in words for a page visitor: what is missing on this server, not
+    which option a shell user would pass."""
+    text = str(message)
+    if "different data" in text or "not what these records were scored on" in text:
+        return "Texts not shown: the data on this server is not the data these records were scored on."
+    if "SQuAD answers are right or wrong only against the gold answers" in text:
+        return ("SQuAD answers are right or wrong only against the gold answers, and the SQuAD dev set is not on "
+                "this server: no disagreements to show.")
+    if "--data-dir" in text or "BERTEVAL_DATA" in text or "data dir" in text:
+        return NO_TEXTS
+    return text
 
 
 def heads(df: pd.DataFrame, task, model, regime, seed) -> list[str]:
@@ -56,19 +91,35 @@ def _record(df: pd.DataFrame, task, model, regime, seed, head: str):
     return rec, Path(file).parent
 
 
+def _regression(task: str) -> bool:
+    from berteval.tasks import TASKS
+
+    return task in TASKS and TASKS[task].regression
+
+
+def _compare(df: pd.DataFrame, task, model, regime, seed, head_a: str, head_b: str, data_dir=None):
+    a, root = _record(df, task, model, regime, seed, head_a)
+    b, _ = _record(df, task, model, regime, seed, head_b)
+    return disagree.compare(task, a, b, root=root, data_dir=data_dir)
+
+
 def view(df: pd.DataFrame, task, model, regime, seed, head_a: str, head_b: str, data_dir=None,
-         limit: int | None = 50) -> tuple[str, pd.DataFrame]:
-    """(a Markdown summary, a table of disagreeing examples) for two heads of one run; a message on any problem."""
+         limit: int | None = 50, visitor: bool = False) -> tuple[str, pd.DataFrame]:
+    """(a Markdown summary, a table of disagreeing examples) for two heads of one run; a message on any problem.
+    `visitor`: the app's words (what this server lacks), not the CLI's (which option to pass)."""
+    words = _for_visitor if visitor else (lambda m: m)
     try:
         if not all(x not in (None, "", "all") for x in (task, model, regime, seed, head_a, head_b)):
             return "Pick a task, model, regime and seed (the filters above), then two heads.", EMPTY
         if head_a == head_b:
             return "Pick two different heads.", EMPTY
-        a, root = _record(df, task, model, regime, seed, head_a)
-        b, _ = _record(df, task, model, regime, seed, head_b)
-        d = disagree.compare(task, a, b, root=root, data_dir=data_dir)
+        if _regression(task):
+            return (f"{task_name(task)} scores similarity on a scale: a prediction is nearer or further, never right "
+                    f"or wrong, so there are no disagreements to list (its paired test is a bootstrap of the "
+                    f"correlation)."), EMPTY
+        d = _compare(df, task, model, regime, seed, head_a, head_b, data_dir)
     except BertevalError as exc:
-        return f"⚠️ {exc}", EMPTY
+        return f"⚠️ {words(str(exc))}", EMPTY
     except Exception as exc:  # noqa: BLE001: a view never raises into the UI
         return f"⚠️ could not compare these heads: {type(exc).__name__}: {exc}", EMPTY
     counts = d.mcnemar_counts()
@@ -79,7 +130,7 @@ def view(df: pd.DataFrame, task, model, regime, seed, head_a: str, head_b: str, 
     if limit is not None and d.n > 2 * limit:
         summary += f" Showing the {limit} most confidently wrong of each kind."
     if d.note:
-        summary += f"\n\n{d.note}."
+        summary += f"\n\n{words(d.note).rstrip('.')}."
     rows = [{"right": d.name_a if e in d.a_only else d.name_b, "id": e.id, "gold": e.gold,
              "head A": disagree._pred(e.pred_a, e.conf_a), "head B": disagree._pred(e.pred_b, e.conf_b),
              "text": e.text or ""} for e in d.examples(limit)]
@@ -87,37 +138,79 @@ def view(df: pd.DataFrame, task, model, regime, seed, head_a: str, head_b: str, 
         columns={"head A": f"{d.name_a} says", "head B": f"{d.name_b} says"})
 
 
-def report_html(df: pd.DataFrame, data_dir=None, per_kind: int = 3) -> str:
-    """For every tested pair of last-layer heads (main setup, lowest seed): counts and the top examples."""
-    if df is None or df.empty:
-        return "<p>No records.</p>"
+def _tested_pairs(df: pd.DataFrame) -> pd.DataFrame:
+    """The McNemar-tested pairs of last-layer heads, main setup, lowest seed of each model, task and regime."""
     main = data.main_setups(df)
     main = main[main["layer"] == -1]
     p = data.pairs(main)
     if p.empty:
-        return "<p>No paired tests in these records.</p>"
-    p = p[(p["a_layer"] == -1) & (p["b_layer"] == -1)]
-    out = []
-    no_text = False
-    for (task, model, regime), g in p.groupby(["task", "model", "regime"], sort=True):
-        seed = int(g["seed"].min())
-        items = []
-        for r in g[g["seed"] == seed].itertuples():
-            summary, table = view(main, task, model, regime, seed, r.a_pooling, r.b_pooling, data_dir, per_kind)
-            if not table.empty and table["text"].eq("").all():
-                table, no_text = table.drop(columns=["text"]), True
-            rows = "".join("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in row) + "</tr>"
-                           for row in table.itertuples(index=False))
-            head = "".join(f"<th>{html.escape(str(c))}</th>" for c in table.columns)
-            # Under the group's heading the counts line says it all (the view's sentence repeats the context).
-            first = summary.splitlines()[0]
-            line = first.split("**")[1] if first.count("**") >= 2 else first
-            items.append(f"<details><summary><b>{html.escape(line)}</b></summary>"
-                         f'<div class="scroll"><table class="examples"><thead><tr>{head}</tr></thead>'
-                         f"<tbody>{rows}</tbody></table></div></details>")
+        return p
+    p = p[(p["a_layer"] == -1) & (p["b_layer"] == -1) & (p["test"] == "mcnemar_exact")]
+    lowest = p.groupby(["task", "model", "regime"])["seed"].transform("min")
+    return p[p["seed"] == lowest]
+
+
+def _short(text: str) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= TEXT_CHARS else text[: TEXT_CHARS - 1].rstrip() + "…"
+
+
+def _example_html(d, e) -> str:
+    says = f"{d.name_a}: {disagree._pred(e.pred_a, e.conf_a)}, {d.name_b}: {disagree._pred(e.pred_b, e.conf_b)}"
+    text = f" “{html.escape(_short(e.text))}”" if e.text else ""
+    return f"<div><code>{html.escape(str(e.id))}</code> gold {html.escape(str(e.gold))} ({html.escape(says)}){text}</div>"
+
+
+def report_section(df: pd.DataFrame, data_dir=None, per_kind: int = 2, csv_href: str | None = None
+                   ) -> tuple[str, pd.DataFrame]:
+    """(the report's HTML, every disagreeing example as rows for its CSV): for each McNemar-tested pair of
+    last-layer heads (main setup, lowest seed) one table row with the counts and the `per_kind` examples each
+    head gets right that the other gets wrong, most confidently wrong first; the CSV (`csv_href`) has them all."""
+    rows: list[dict] = []
+    if df is None or df.empty:
+        return "<p>No records.</p>", pd.DataFrame(columns=CSV_COLUMNS)
+    p = _tested_pairs(df)
+    if p.empty:
+        return "<p>No paired tests in these records.</p>", pd.DataFrame(columns=CSV_COLUMNS)
+    main = data.main_setups(df)
+    out, no_text = [], False
+    groups = {key: g for key, g in p.groupby(["task", "model", "regime"])}
+    for task, model, regime in reading_order(groups):
+        g = groups[(task, model, regime)]
+        seed = int(g["seed"].iloc[0])
+        body = []
+        for r in g.itertuples():
+            try:
+                d = _compare(main, task, model, regime, seed, r.a_pooling, r.b_pooling, data_dir)
+            except Exception as exc:  # noqa: BLE001: one pair that cannot be compared says so; the rest show
+                body.append(f"<tr><td><code>{html.escape(r.a_pooling)}</code> vs <code>{html.escape(r.b_pooling)}"
+                            f"</code></td><td colspan=3>{html.escape(f'{type(exc).__name__}: {exc}')}</td></tr>")
+                continue
+            no_text = no_text or any(e.text is None for e in d.a_only + d.b_only)
+            for e in d.examples():
+                rows.append({"task": task, "model": model, "regime": regime, "seed": seed, "head_a": d.name_a,
+                             "head_b": d.name_b, "right": d.name_a if e in d.a_only else d.name_b, "id": e.id,
+                             "gold": e.gold, "a_says": disagree._pred(e.pred_a, e.conf_a),
+                             "b_says": disagree._pred(e.pred_b, e.conf_b), "text": e.text or ""})
+            top = d.examples(per_kind)
+            a_top = "".join(_example_html(d, e) for e in top if e in d.a_only)
+            b_top = "".join(_example_html(d, e) for e in top if e in d.b_only)
+            body.append(f"<tr><td><code>{html.escape(d.name_a)}</code> vs <code>{html.escape(d.name_b)}</code></td>"
+                        f'<td class="num">{d.n:,}: {len(d.a_only):,} / {len(d.b_only):,}</td>'
+                        f"<td>{a_top or '—'}</td><td>{b_top or '—'}</td></tr>")
         out.append(f"<h3>{html.escape(task_name(task))} · {html.escape(regime_name(regime))} · "
-                   f"{html.escape(short_name(model))} (seed {seed})</h3>" + "".join(items))
+                   f"{html.escape(short_name(model))} (seed {seed})</h3>"
+                   '<div class="scroll"><table class="examples"><thead><tr><th>pair (A vs B)</th>'
+                   "<th>disagreements: A right / B right</th><th>A right, B wrong: most confidently wrong first</th>"
+                   f"<th>B right, A wrong</th></tr></thead><tbody>{''.join(body)}</tbody></table></div>")
     note = ("<p><i>Texts are not shown: this report was written without a data dir (<code>python -m leaderboard "
             "--data-dir ../shared/data</code> or <code>BERTEVAL_DATA</code> adds them).</i></p>" if no_text else "")
-    return note + "".join(out)
+    link = (f'<p>Every disagreeing example of these pairs ({len(rows):,}), with its text where the data was given: '
+            f'<a download href="{html.escape(csv_href)}">{html.escape(csv_href)}</a> (CSV).</p>'
+            if csv_href and rows else "")
+    return note + link + "".join(out), pd.DataFrame(rows, columns=CSV_COLUMNS)
 
+
+def report_html(df: pd.DataFrame, data_dir=None, per_kind: int = 2) -> str:
+    """The report's section alone (no CSV written): see `report_section`."""
+    return report_section(df, data_dir, per_kind)[0]

@@ -34,15 +34,18 @@ def _order(keys):
     return reading_order(keys)
 
 
-def findings(df: pd.DataFrame) -> list[dict]:
-    """[{task, model, regime, sentence, best, n_heads}] in reading order (task, model, regime)."""
+def findings(df: pd.DataFrame, tests: pd.DataFrame | None = None) -> list[dict]:
+    """[{task, model, regime, sentence, best, n_heads, steady_not_significant}] in reading order (task, model,
+    regime). `tests`: the last-layer pair tests (bands.pair_tests) when the caller has them already, computed
+    from `df` otherwise. `steady_not_significant`: a margin whose interval excludes 0 sits beside "not
+    significant" (`as_markdown` then says why both hold)."""
     if df is None or df.empty or "value" not in df:
         return []
     main = data.main_setups(df)
     main = main[main["layer"] == -1]
     if main.empty:
         return []
-    tests = bands.pair_tests(df, "last")
+    tests = bands.pair_tests(df, "last") if tests is None else tests
     out = []
     groups = {k: g for k, g in main.groupby(["task", "model", "regime"], sort=False)}
     for key in _order(groups):
@@ -63,7 +66,7 @@ def findings(df: pd.DataFrame) -> list[dict]:
             parts = [_margin(g, best, other, scale, t) for _, other in agg.iloc[1:].iterrows()]
             sentence = f"{head}, ahead of " + _join([parts[0]] + [f"of {x}" for x in parts[1:]]) + "."
         out.append({"task": task, "model": model, "regime": regime, "sentence": sentence,
-                    "best": best["pooling"], "n_heads": len(agg)})
+                    "best": best["pooling"], "n_heads": len(agg), "steady_not_significant": STEADY in sentence})
     return out
 
 
@@ -92,10 +95,20 @@ def _margin(g: pd.DataFrame, best: pd.Series, other: pd.Series, scale: float, te
     p = "Holm p < 0.001" if p_holm < 0.001 else f"Holm p = {p_holm:.3f}"
     if r["separated"]:
         return text + f" ({p})"
-    return text + f" ({p}, not significant)"
+    steady = diff.n > 1 and not math.isnan(diff.ci95_low) and (diff.ci95_low > 0 or diff.ci95_high < 0)
+    return text + f" ({p}, not significant{STEADY if steady else ''})"
+
+
+# Marks "not significant" beside an interval that excludes 0; WHY says, once, how both can hold.
+STEADY = "†"
+WHY = ("† The interval excludes 0 and the test says not significant: both hold. The 95% CI is a t-interval over "
+       "seeds, so it measures how much the margin varies from seed to seed (every seed scores the same dev "
+       "examples); the Holm-adjusted McNemar test asks whether those dev examples separate the two heads, "
+       "counting only the examples they disagree on and correcting for every pair compared.")
 
 
 def as_markdown(items: list[dict]) -> str:
     if not items:
         return "No findings yet: no records with a last-layer head."
-    return "\n".join(f"- {f['sentence']}" for f in items)
+    text = "\n".join(f"- {f['sentence']}" for f in items)
+    return text + (f"\n\n{WHY}" if any(f.get("steady_not_significant") for f in items) else "")

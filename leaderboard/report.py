@@ -1,10 +1,17 @@
-"""The standalone HTML report: figures, table, paired tests and the provenance of every number.
+"""The HTML report: what the records say first, then figures, table, paired tests and the provenance of every number.
 
-One file that opens anywhere with no network: Plotly's JavaScript is inlined once in the
-head, each figure is a div that uses it, and the CSV download is a data: link. A few
-lines of inline JavaScript make the tables sortable (click a header) and searchable; the
-page is fully readable without it. Every string from a record is HTML-escaped, because
-records are data written by other processes, not markup.
+Its first screen answers the question the project asks (which vector should a head read?): one compact
+view per task (overview.py). Then the sections: the findings in full, models side by side, every figure,
+rank bands, the table, the k-fold estimates apart, the examples behind the paired tests (a few per pair)
+and the provenance. Long tables scroll in boxes of their own, so the page stays a page.
+
+`write_report` writes the HTML and, beside it in `<name>_files/`, what it links to: Plotly's JavaScript
+(4.8 MB, once, instead of inside the page), the table, every disagreeing example and every record as CSV
+files. Nothing is fetched from the network: the page opens offline from its folder. `--self-contained`
+(`build_html`) writes one file instead: Plotly inlined, the table's CSV as a data: link, every record in
+the page, the disagreements as a few per pair. A few lines of inline JavaScript make the tables sortable
+(click a header) and searchable; the page is fully readable without it. Every string from a record is
+HTML-escaped, because records are data written by other processes, not markup.
 """
 
 from __future__ import annotations
@@ -13,17 +20,20 @@ import datetime as _dt
 import html
 import os
 import urllib.parse
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
 import pandas as pd
 import plotly.io as pio
+import plotly
 from plotly.offline import get_plotlyjs
 
 from berteval.record_lookup import short_name
 from berteval.records import Problem
 
-from . import bands, data, disagreements, figures, findings, references, table
+from . import bands, data, disagreements, figures, findings, overview, references, table
+from .board import FIGURE_FUNCTIONS
 from .figures import compare, curves
 
 # plotly.js 4's modebar has a "share to Plotly Cloud" button; an offline report must not offer an upload.
@@ -83,6 +93,11 @@ tr.sig td{background:#eef5fc}
 .problems{background:#fff4f0;border:1px solid #e8b4a0;padding:8px 14px;margin-top:16px}.problems h2{margin-top:8px}
 input.filter{font-size:14px;padding:4px 8px;width:340px;margin-right:12px}
 .scroll{overflow-x:auto}
+.box{max-height:560px;overflow:auto;border:1px solid #eee}
+.answer{background:#f7faff;border:1px solid #c9d8ee;padding:4px 18px 12px;margin:14px 0}
+.answer h3{margin:16px 0 4px}.answer p{margin:4px 0 8px;max-width:1100px}
+table.compact td,table.compact th{padding:3px 9px}table.compact th{cursor:default;position:static}
+table.examples td div{margin:2px 0}.nofig{color:#a33}
 """
 
 # Click a header to sort (numbers by their data-v value), type in the box to keep matching rows.
@@ -114,8 +129,9 @@ def _cell(value, numeric: bool = False, cls: str = "") -> str:
 
 
 def html_table(df: pd.DataFrame, table_id: str, numeric=(), classes: dict | None = None,
-               row_class=None, search: bool = True) -> str:
-    """A sortable (and optionally searchable) HTML table; numeric columns sort by value."""
+               row_class=None, search: bool = True, box: bool = False) -> str:
+    """A sortable (and optionally searchable) HTML table; numeric columns sort by value. `box`: a long table
+    scrolls inside a box of its own (its header stays in view) instead of making the page long."""
     classes = classes or {}
     head = "".join(f"<th>{e(str(c))}</th>" for c in df.columns)
     body = []
@@ -123,10 +139,11 @@ def html_table(df: pd.DataFrame, table_id: str, numeric=(), classes: dict | None
         cls = f' class="{row_class(row)}"' if row_class and row_class(row) else ""
         cells = "".join(_cell(_plain(row[c]), c in numeric, classes.get(c, "")) for c in df.columns)
         body.append(f"<tr{cls}>{cells}</tr>")
-    box = (f'<input class="filter" data-table="{table_id}" placeholder="search (all words must match)">'
-           if search else "")
-    return (f'{box}<div class="scroll"><table id="{table_id}" class="sortable"><thead><tr>{head}</tr></thead>'
-            f'<tbody>{"".join(body)}</tbody></table></div>')
+    scroll = "scroll box" if box else "scroll"
+    search_box = (f'<input class="filter" data-table="{table_id}" placeholder="search (all words must match)">'
+                  if search else "")
+    return (f'{search_box}<div class="{scroll}"><table id="{table_id}" class="sortable"><thead><tr>{head}</tr>'
+            f'</thead><tbody>{"".join(body)}</tbody></table></div>')
 
 
 def shown_path(path: str) -> str:
@@ -165,11 +182,11 @@ def _pairs_html(df: pd.DataFrame) -> str:
                      "p per seed": ", ".join(f"{s}: {v:.3g}" for s, v in zip(g["seed"], g["p_value"]))})
     out = pd.DataFrame(rows).sort_values(["model", "task", "regime", "median p"], kind="stable")
     return html_table(out, "pairs", numeric={"seeds", "median p", "head right only", "vs right only"},
-                      row_class=lambda r: "sig" if r["median p"] < figures.ALPHA else "")
+                      row_class=lambda r: "sig" if r["median p"] < figures.ALPHA else "", box=True)
 
 
-def _provenance_html(df: pd.DataFrame) -> str:
-    """Distinct (command, commit, versions, device) as P1, P2, ...; each record names its own."""
+def _records_frame(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(the distinct runs: command, commit, versions, device as P1, P2, ...; every record naming its own)."""
     keys = ["command", "git_commit", "versions", "device"]
     prov = df[keys].drop_duplicates().reset_index(drop=True)
     prov.insert(0, "id", [f"P{i + 1}" for i in range(len(prov))])
@@ -179,14 +196,22 @@ def _provenance_html(df: pd.DataFrame) -> str:
                      metrics=df["metrics"].map(lambda m: ", ".join(f"{k} {v:.4g}" for k, v in sorted(m.items()))))
     cols = ["run_id", "model", "task", "regime", "pooling", "layer_label", "seed", "main_metric", "value", "metrics",
             "n_train", "n_eval", "data_short", "dtype", "wall_s", "timestamp", "git_short", "provenance", "file"]
+    return prov, recs[cols].rename(columns={"layer_label": "layer"})
+
+
+def _provenance_html(df: pd.DataFrame, records_href: str | None = None) -> str:
+    """The distinct runs, then every record: a link to its CSV where one is written beside the report, else a
+    table in the page."""
+    prov, recs = _records_frame(df)
     notes = sorted({n for n in df["pooler_provenance"] if n})
     notes_html = "".join(f"<p><b>pooler</b> records: the checkpoint's pooler is {e(n)}.</p>" for n in notes)
+    every = (f'<p>Every record ({len(df)}), with its provenance id, metrics and file: '
+             f'<a download href="{e(records_href)}">{e(records_href)}</a> (CSV).</p>' if records_href else
+             f"<h3>Every record ({len(df)})</h3>"
+             + html_table(recs, "records", numeric={"seed", "value", "n_train", "n_eval", "wall_s"}, box=True))
     return ("<h3>Runs (command, code, libraries, machine)</h3>"
-            + html_table(prov, "prov", classes={"command": "cmd", "versions": "cmd"}, search=False)
-            + notes_html
-            + f"<h3>Every record ({len(df)})</h3>"
-            + html_table(recs[cols].rename(columns={"layer_label": "layer"}), "records",
-                         numeric={"seed", "value", "n_train", "n_eval", "wall_s"}))
+            + html_table(prov, "prov", classes={"command": "cmd", "versions": "cmd"}, search=False, box=True)
+            + notes_html + every)
 
 
 def _figure_div(fig, name: str) -> str:
@@ -199,11 +224,13 @@ def _inline_md(text: str) -> str:
     return "".join(f"<code>{s}</code>" if i % 2 else s for i, s in enumerate(parts))
 
 
-def _findings_html(df: pd.DataFrame) -> str:
-    items = findings.findings(df)
+def _findings_html(df: pd.DataFrame, tests: pd.DataFrame | None = None) -> str:
+    items = findings.findings(df, tests=tests)
     if not items:
         return "<p>No findings yet: no records with a last-layer head.</p>"
-    return '<ul class="findings">' + "".join(f"<li>{_inline_md(f['sentence'])}</li>" for f in items) + "</ul>"
+    why = (f'<p class="caption">{_inline_md(findings.WHY)}</p>'
+           if any(f.get("steady_not_significant") for f in items) else "")
+    return '<ul class="findings">' + "".join(f"<li>{_inline_md(f['sentence'])}</li>" for f in items) + "</ul>" + why
 
 
 def _bands_html(band_frame: pd.DataFrame) -> str:
@@ -220,7 +247,7 @@ def _bands_html(band_frame: pd.DataFrame) -> str:
                       kind="stable")
     b = b[["task", "model", "regime", "ranked", "head", "mean", "band", "n_seeds", "evidence"]]
     return html_table(b, "bands", numeric={"mean", "band", "n_seeds"},
-                      row_class=lambda r: "sig" if r["band"] == 1 else "")
+                      row_class=lambda r: "sig" if r["band"] == 1 else "", box=True)
 
 
 def _models_html(df: pd.DataFrame) -> str:
@@ -245,70 +272,138 @@ def _models_html(df: pd.DataFrame) -> str:
             + '<div class="refs">' + html_table(refs, "refs", numeric={"published value"}, search=False) + "</div>")
 
 
+@dataclass
+class Beside:
+    """What a report links to, written in a folder beside it (`write_report`): {file name: text}."""
+    folder: str  # the folder's name, relative to the HTML file
+    files: dict[str, str] = field(default_factory=dict)
+
+    def href(self, name: str) -> str:
+        return f"{self.folder}/{name}"
+
+
+def _plotly_name() -> str:
+    return f"plotly-{plotly.__version__}.min.js"
+
+
+NO_PLOTLY = ("<script>if(typeof Plotly==='undefined'){document.querySelectorAll('.plotly-graph-div').forEach("
+             "function(d){d.innerHTML='<p class=nofig>This figure needs {src} beside the report (write it again with "
+             "python -m leaderboard, or with --self-contained for one file).</p>'})}</script>")
+
+
+def _estimates_html(est: pd.DataFrame) -> str:
+    tables = overview.estimate_tables(est)
+    if not tables:
+        return "<p>No k-fold records.</p>"
+    return "".join(f"<h3>{e(t)}</h3>" + html_table(frame.assign(record=frame["record"].str.strip("`")),
+                                                    f"estimates-{i}", search=False)
+                   for i, (t, frame) in enumerate(tables))
+
+
 def build_html(df: pd.DataFrame, problems: list[Problem], sources: list[str] | None = None,
-               title: str = "berteval leaderboard", data_dir=None) -> str:
-    """The whole report as one HTML string (Plotly's JavaScript included). `data_dir` (or $BERTEVAL_DATA) adds
-    each disagreeing example's text."""
+               title: str = "berteval leaderboard", data_dir=None, beside: Beside | None = None) -> str:
+    """The whole report as one HTML string. `data_dir` (or $BERTEVAL_DATA) adds each disagreeing example's text.
+    Without `beside` the page is self-contained (Plotly's JavaScript inside it); with it, Plotly and the CSV
+    files go into `beside.files` for the caller to write, and the page links to them."""
     sources = sources if sources is not None else sorted(set(df["file"]))
     now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    band_frame = bands.rank_bands(df)
-    figs = {**figures.all_figures(df, band_frame), **curves.all_figures(df)}
+    apart = data.estimates(df) if not df.empty else data.estimates(data.frame([]))
+    est_mask = data.is_estimate(df) if not df.empty else pd.Series(False, index=df.index)
+    ranked = df[~est_mask]  # k-fold estimates are shown apart, never ranked, drawn or compared
+    band_frame = bands.rank_bands(ranked)
+    tests = bands.pair_tests(ranked, "last")
+    figs = {name: (fn(ranked, band_frame) if name == "ablation" else fn(ranked))
+            for name, fn in FIGURE_FUNCTIONS.items() if name not in ("models", "pooler_effect")}
     fig_html = []
     for name, fig in figs.items():
         heading, caption = {**CAPTIONS, **curves.CAPTIONS}[name]
-        div = _figure_div(fig, name)
-        fig_html.append(f'<section id="{name}"><h2>{e(heading)}</h2><p class="caption">{e(caption)}</p>{div}</section>')
-    tab = table.leaderboard_table(df, band_frame=band_frame)
-    csv_link = ("data:text/csv;charset=utf-8," + urllib.parse.quote(table.to_csv(tab)))
+        fig_html.append(f'<section id="{name}"><h2>{e(heading)}</h2><p class="caption">{e(caption)}</p>'
+                        f"{_figure_div(fig, name)}</section>")
+    tab = table.leaderboard_table(ranked, band_frame=band_frame)
+    csv_text = table.to_csv(tab)
+    if beside is not None:
+        beside.files["leaderboard.csv"] = csv_text
+        csv_link = beside.href("leaderboard.csv")
+    else:
+        csv_link = "data:text/csv;charset=utf-8," + urllib.parse.quote(csv_text)
+    examples, every = disagreements.report_section(ranked, data_dir, per_kind=2,
+                                                   csv_href=beside.href("disagreements.csv") if beside else None)
+    records_href = None
+    if beside is not None:
+        if not every.empty:
+            beside.files["disagreements.csv"] = table.to_csv(every)
+        if not df.empty:
+            beside.files["records.csv"] = table.to_csv(_records_frame(df)[1])
+            records_href = beside.href("records.csv")
     numeric = {"mean", "std", "ci95_low", "ci95_high", "n_seeds", "n_train", "n_eval"}
+    answer = overview.overview(ranked, band_frame, tests, apart)
     body = [
         f"<h1>{e(title)}</h1>",
         f'<p class="meta">{len(df)} record(s) from {len(sources)} file(s), generated {now}. '
         f"Sources: {', '.join(f'<code>{e(shown_path(s))}</code>' for s in sources) or 'none'}.</p>",
-        '<nav><a href="#findings">findings</a><a href="#bands">rank bands</a><a href="#models">models</a>'
+        '<section id="answer" class="answer"><h2>What the records say</h2><p class="caption">Which vector should a '
+        "head read: the <code>[CLS]</code> state, <code>pooler_output</code> or a mean over tokens? Per task: the "
+        "three side by side for every model and regime, the best head of any pooling, and what the paired tests "
+        "say. The sections below hold every pooling, layer, interval and test.</p>"
+        + overview.as_html(answer) + "</section>",
+        '<nav><a href="#findings">findings</a><a href="#models">models</a>'
         '<a href="#ablation">ablation</a><a href="#layers">layers</a><a href="#heatmap">task × pooling</a>'
         '<a href="#significance">significance</a><a href="#learning_curves">learning curves</a>'
         '<a href="#every_layer">every layer</a><a href="#span_vector">span QA from one vector</a>'
-        '<a href="#table">table</a><a href="#disagreements">examples</a>'
-        '<a href="#pairs-section">paired tests</a><a href="#provenance">provenance</a></nav>',
+        '<a href="#bands">rank bands</a><a href="#table">table</a><a href="#estimates">k-fold estimates</a>'
+        '<a href="#disagreements">examples</a><a href="#pairs-section">paired tests</a>'
+        '<a href="#provenance">provenance</a></nav>',
         _problems_html(problems),
-        '<section id="findings"><h2>Findings</h2><p class="caption">Written from the records, one sentence per '
-        "task, model and regime: the best last-layer head, then its margin over each other head (mean of the "
+        '<section id="findings"><h2>Findings in full</h2><p class="caption">Written from the records, one sentence '
+        "per task, model and regime: the best last-layer head, then its margin over each other head (mean of the "
         "per-seed differences with its 95% t-interval, which shows how much the margin moves between seeds, not "
         "the sampling of the evaluation set) and the paired test as the rank bands read it.</p>"
-        + _findings_html(df) + "</section>",
+        + _findings_html(ranked, tests) + "</section>",
+        '<section id="models"><h2>Models side by side</h2>' + _models_html(ranked) + "</section>",
+        *fig_html,
         '<section id="bands-section"><h2 id="bands">Rank bands</h2><p class="caption">' + e(BANDS_CAPTION) + "</p>"
         + _bands_html(band_frame) + "</section>",
-        '<section id="models"><h2>Models side by side</h2>' + _models_html(df) + "</section>",
-        *fig_html,
         '<section id="table"><h2>Leaderboard table</h2><p class="caption">One row per model × task × regime × '
         "pooling × layer: mean ± sample std across seeds, 95% Student-t interval, seeds, examples, data "
         "checksum (first 12 hex digits of sha256). Click a header to sort. "
-        f'<a download="berteval-leaderboard.csv" href="{csv_link}">Download CSV</a></p>'
-        + html_table(tab, "leaderboard", numeric=numeric, classes={"reproduce": "cmd", "run_ids": "ids"}) + "</section>",
+        f'<a download="berteval-leaderboard.csv" href="{e(csv_link)}">Download CSV</a></p>'
+        + html_table(tab, "leaderboard", numeric=numeric, classes={"reproduce": "cmd", "run_ids": "ids"}, box=True)
+        + "</section>",
+        '<section id="estimates"><h2>k-fold estimates: shown apart, never ranked</h2><p class="caption">Each dev '
+        "example scored by a head trained on the other folds (dev articles for SQuAD, dev pairs for QNLI): not "
+        "official-dev scores, so never in a band, a finding, a figure or the table above.</p>"
+        + _estimates_html(apart) + "</section>",
         '<section id="disagreements"><h2>The examples behind the tests</h2><p class="caption">For every pair of '
-        "last-layer heads tested on the same examples (main setup, lowest seed): how many examples each gets "
-        "right that the other gets wrong (the McNemar counts), and the ones where the wrong head was most sure. "
-        "All of them: <code>python -m berteval disagree --task TASK --model MODEL --a HEAD --b HEAD --seed N "
-        "--data-dir ../shared/data</code>.</p>" + disagreements.report_html(df, data_dir) + "</section>",
+        "last-layer heads McNemar-tested on the same examples (main setup, lowest seed): how many examples each "
+        "gets right that the other gets wrong (the McNemar counts), and the two of each kind where the wrong head "
+        "was most sure. For one pair on the command line: <code>python -m berteval disagree --task TASK --model "
+        "MODEL --a HEAD --b HEAD --seed N --data-dir ../shared/data</code>.</p>" + examples + "</section>",
         '<section id="pairs-section"><h2>Paired tests</h2><p class="caption">Every pair of heads compared on the '
         "same examples and seed; shaded rows: median p &lt; 0.05 (uncorrected).</p>"
-        + _pairs_html(df) + "</section>",
+        + _pairs_html(ranked) + "</section>",
         '<section id="provenance"><h2>Provenance</h2><p class="caption">Where every number came from: the command '
         "that wrote it, the git commit of the code, library versions and the machine.</p>"
-        + (_provenance_html(df) if not df.empty else "<p>No records.</p>") + "</section>",
+        + (_provenance_html(df, records_href) if not df.empty else "<p>No records.</p>") + "</section>",
     ]
+    if beside is None:
+        script = f'<script type="text/javascript">{get_plotlyjs()}</script>'
+        tail = ""
+    else:
+        beside.files[_plotly_name()] = get_plotlyjs()
+        src = beside.href(_plotly_name())
+        script = f'<script type="text/javascript" src="{e(src)}"></script>'
+        tail = NO_PLOTLY.replace("{src}", e(src))
     return ("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{e(title)}</title>"
-            f"<style>{STYLE}</style><script type=\"text/javascript\">{get_plotlyjs()}</script></head>"
-            f"<body>{''.join(body)}<script>{SCRIPT}</script></body></html>\n")
+            f"<style>{STYLE}</style>{script}</head>"
+            f"<body>{''.join(body)}{tail}<script>{SCRIPT}</script></body></html>\n")
 
 
 def write_report(out: str | os.PathLike, paths: Iterable[str | os.PathLike] | None = None,
                  title: str = "berteval leaderboard", repo: str | None = None,
-                 data_dir=None) -> tuple[Path, pd.DataFrame, list[Problem]]:
-    """Load the records (the results root by default, or a dataset repo's snapshot), write the report, return
-    what it showed."""
+                 data_dir=None, self_contained: bool = False) -> tuple[Path, pd.DataFrame, list[Problem]]:
+    """Load the records (the results root by default, or a dataset repo's snapshot), write the report (and, unless
+    `self_contained`, the files it links to in `<name>_files/` beside it), return what it showed."""
     fetched: list[Problem] = []
     if paths is None:
         paths, fetched = data.default_paths(repo)
@@ -317,5 +412,12 @@ def write_report(out: str | os.PathLike, paths: Iterable[str | os.PathLike] | No
     problems = fetched + problems
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(build_html(df, problems, [str(f) for f in files], title, data_dir), encoding="utf-8")
+    beside = None if self_contained else Beside(f"{out.stem}_files")
+    page = build_html(df, problems, [str(f) for f in files], title, data_dir, beside)
+    if beside is not None:
+        folder = out.parent / beside.folder
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, text in beside.files.items():
+            (folder / name).write_text(text, encoding="utf-8")
+    out.write_text(page, encoding="utf-8")
     return out, df, problems

@@ -4,6 +4,7 @@ Encoder box's hub suggestions, and one context limit said alike by the page and 
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import sys
 
@@ -127,8 +128,9 @@ def test_a_checkpoint_with_its_own_qa_head_answers_in_the_tab(tmp_path, monkeypa
     context = " ".join(["the cat was very fun and the dog was dull ."] * 8)
     # A local folder stands in for a hub SQuAD checkpoint: the operator's allow-list lets the page load it.
     monkeypatch.setenv("BERTEVAL_APP_MODELS", str(folder))
-    highlighted, nbest, fig, about, box = app.answer(str(folder), "what was fun ?", context)
+    highlighted, nbest, fig, about, score, box = app.answer(str(folder), "what was fun ?", context)
     assert not box.get("visible") and "pretrained QA head of" in about
+    assert "not calibrated here" in score  # a checkpoint's own head: its scores were never calibrated here
     assert nbest["answer"].is_unique  # the repeated sentence: each answer text once
 
 
@@ -213,3 +215,62 @@ def test_before_the_demo_head_the_better_committed_recipe_answers(tmp_path):
     store.append(_record("full", "validation", "finetune-full", 3939, 57.2, {}))  # no artifact: never served
     assert serve_qa.served_record(store).run_id == "plus"
     assert serve_qa.head_text(plus).startswith("LoRA-plus words, fine-tuned on the 3,939-question")
+
+
+# --- is the answer in this text at all: the calibrated confidence -------------------------------------------
+
+def test_calibration_separates_own_paragraphs_from_other_articles_and_is_filed_under_its_head(tiny_models, tmp_path):
+    from berteval.qa import confidence as qa_confidence
+    from berteval.qa import inference
+    from berteval.serve import confidence
+    from berteval.tasks.base import Split
+
+    loaded = models.load(str(tiny_models["pretraining"]))
+    tiny = inference.QAModel(inference.head_model(loaded), loaded.tokenizer, "tiny head", run_id="tiny")
+    texts, groups = [], []
+    for article in range(6):
+        context = f"the {'cat dog sun rain movie film'.split()[article]} was good and the plot was bad ."
+        texts += [("what was good ?", context), ("what was bad ?", context)]
+        groups += [f"article {article}"] * 2
+    split = Split("questions", texts, [None] * len(texts), groups=groups)
+    cal = qa_confidence.calibrate(tiny, "tiny", split, inference.fitted(DEFAULTS, tiny.model), per_half=4,
+                                  source="tiny articles")
+    assert cal.n_questions == 4 and 0.0 <= cal.auc_margin <= 1.0 and 0.0 <= cal.precision <= 1.0
+    assert cal.questions == "tiny articles" and cal.head_run_id == "tiny"
+    # Filed beside the head's record; the page reads it for that head only.
+    store = Store(tmp_path)
+    store.write_json(confidence.calibration_file("tiny"), cal.to_json())
+    assert confidence.load("tiny", store)["threshold"] == cal.threshold
+    assert confidence.load("another", store) is None and confidence.load(None, store) is None
+    assert qa_confidence.verdict(None, 3.0, 0.0) is None
+    assert qa_confidence.verdict({"threshold": 4.0}, 3.0, 0.0) is False
+    assert qa_confidence.verdict({"threshold": 4.0}, 5.0, 0.0) is True
+
+
+def test_calibration_asks_questions_the_served_head_never_trained_on(monkeypatch):
+    from berteval.errors import BertevalError
+    from berteval.serve import confidence
+    from berteval.tasks import squad
+
+    official = _record("official", "validation", "finetune", 3939, 54.1, {"train_source": "train-subset.json"})
+    demo = _record("demo", f"{kfold.KFOLD_SPLIT} (k=2)", "finetune-lora-plus", 14509, 62.5,
+                   {"folds": [], "train_source": "train-subset.json"})
+    everything = _record("all", f"{kfold.KFOLD_SPLIT} (k=2)", "finetune-lora-plus", 98169, 70.0,
+                         {"folds": [], "train_source": squad.RECONSTRUCTED})
+    def load(data_dir, train_set="subset"):
+        from berteval.tasks.base import Split, TaskData
+
+        train = Split("train", [("q", "c")] * 3, [None] * 3, groups=["seen", "new", "new"]) if train_set == "full" \
+            else Split("train", [("q", "c")], [None], groups=["seen"])
+        return TaskData(train=train, eval=Split("dev", [("q", "c")], [None], groups=["dev"]), source="test",
+                        data_sha256="0")
+
+    from berteval import tasks
+
+    monkeypatch.setitem(tasks.TASKS, "squad", dataclasses.replace(tasks.TASKS["squad"], load=load))
+    split, words = confidence.held_out_questions(official, None)
+    assert split.groups == ["dev"] and "dev" in words  # trained on train: dev is unseen
+    split, words = confidence.held_out_questions(demo, "data")
+    assert split.groups == ["new", "new"] and "outside the train subset" in words  # trained on dev: train articles
+    with pytest.raises(BertevalError, match="no SQuAD question here is unseen"):
+        confidence.held_out_questions(everything, "data")

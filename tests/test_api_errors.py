@@ -52,24 +52,24 @@ def _raw(url: str, api: str, data) -> tuple[str, dict]:
 def test_too_few_inputs_over_http_says_so(url):
     event, payload = _raw(url, "classify", ["default"])
     assert event == "error" and payload["error"] is not None  # before: {"error": null}
-    assert "didn't receive enough input values (needed: 3, got: 1)" in payload["error"]
+    assert "didn't receive enough input values (needed: 5, got: 1)" in payload["error"]
 
 
 def test_a_value_outside_the_choices_says_so_over_http_and_gradio_client(url):
     from gradio_client import Client
     from gradio_client.exceptions import AppError
 
-    event, payload = _raw(url, "classify", ["default", "fine", "avg"])
+    event, payload = _raw(url, "classify", ["default", "fine", "avg", "sst2", ""])
     assert event == "error" and "'avg'" in payload["error"] and "not in the list of choices" in payload["error"]
     client = Client(url, verbose=False, download_files=False, analytics_enabled=False)
     with pytest.raises(AppError, match="not in the list of choices"):
-        client.predict("default", "fine", "avg", api_name="/classify")
+        client.predict("default", "fine", "avg", "sst2", "", api_name="/classify")
 
 
 def test_a_refusal_by_the_app_itself_is_a_result_with_its_message(url):
     """Bad input our handlers refuse (an empty sentence) is not an error: the answer's last output, the
     tab's message box, holds the reason, shown in the page as it is in the API result."""
-    event, payload = _raw(url, "classify", ["default", "   ", "mean"])
+    event, payload = _raw(url, "classify", ["default", "   ", "mean", "sst2", ""])
     assert event == "complete" and "The sentence is empty" in payload[-1]["value"]
 
 
@@ -79,6 +79,6 @@ def test_sessions_kept_in_memory_are_bounded(served):
     page, url = served
     before = len(page.state_holder.session_data)
     for _ in range(3):
-        _raw(url, "classify", ["default", "   ", "mean"])
+        _raw(url, "classify", ["default", "   ", "mean", "sst2", ""])
     assert len(page.state_holder.session_data) == before + 3  # one session per call
     assert page.state_holder.capacity == app.SESSIONS_KEPT <= 1000

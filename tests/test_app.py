@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from conftest import REPO
+from test_glue import glue_dir  # noqa: F401 (the tiny GLUE files, a fixture)
 
 pytest.importorskip("gradio", reason="gradio is not installed: pip install -r requirements.txt")
 sys.path.insert(0, str(REPO))  # app.py sits at the repository root
@@ -66,13 +67,35 @@ def test_answer_highlights_the_best_span_by_character_offsets(tiny_models, monke
     tiny = qa.QAModel(qa.head_model(loaded), loaded.tokenizer, "tiny test head")
     monkeypatch.setattr(serve, "qa_model", lambda name: tiny)
     context = "the movie was good and the plot was bad"
-    highlighted, nbest, fig, about, box = app.answer("default", "what was good ?", f"  {context}  ")
+    highlighted, nbest, fig, about, score, box = app.answer("default", "what was good ?", f"  {context}  ")
     assert status((box,)) == ""
     span = highlighted["entities"][0]
     assert highlighted["text"] == context and context[span["start"]:span["end"]] == nbest.loc[0, "answer"]
     assert list(nbest.columns) == app.NBEST_COLUMNS and 1 <= len(nbest) <= app.N_BEST_SHOWN
     assert [t.name for t in fig.data][:2] == ["start logit", "end logit"]
     assert "tiny test head" in about and "one window" in about
+    # No calibration for this head: the score is shown, and the page says it cannot tell whether the answer is there.
+    assert "margin" in score and "not calibrated here" in score and app.NOT_IN_TEXT not in about
+
+
+def test_a_question_the_text_cannot_answer_is_probably_not_in_it():
+    """The served head's calibration (leaderboard/results/calibration): the 1998 World Cup asked of a text about BERT
+    scores below the threshold; a question the text answers scores above it."""
+    from berteval.serve import confidence
+
+    rec = serve.qa_model("default")
+    cal = confidence.load(rec.run_id)
+    assert cal is not None, f"no calibration committed for the served head {rec.run_id}: run python -m " \
+                            f"berteval.serve.confidence --data-dir ../shared/data"
+    bert = app.EXAMPLES["qa"][1][1]
+    highlighted, nbest, fig, about, score, box = app.answer("default", "Who won the 1998 FIFA World Cup?", bert)
+    assert status((box,)) == "" and f"**The answer is {app.NOT_IN_TEXT}.**" in about
+    assert highlighted["entities"][0]["entity"] == f"best span, {app.NOT_IN_TEXT}"
+    assert "below the threshold" in score and f"{cal['threshold']:.2f}" in score and "ROC AUC" in score
+    question, normans = app.EXAMPLES["qa"][0]
+    highlighted, nbest, fig, about, score, box = app.answer("default", question, normans)
+    assert about.startswith("**Answer:**") and "above the threshold" in score
+    assert highlighted["entities"][0]["entity"] == "answer"
 
 
 def test_answer_without_a_qa_head_says_so(monkeypatch):
@@ -86,26 +109,61 @@ def test_answer_without_a_qa_head_says_so(monkeypatch):
 
 
 def test_next_sentence_names_the_head_that_answers():
-    label, about, box = app.next_sentence("default", "The Normans gave their name to Normandy.",
-                                          "They were descended from Norse raiders.")
+    label, about, table, box = app.next_sentence("default", "The Normans gave their name to Normandy.",
+                                                 "They were descended from Norse raiders.")
     assert status((box,)) == "" and label["IsNext"] + label["NotNext"] == pytest.approx(1.0)
     assert re.search(r"P\(IsNext\) = 0\.\d{3}", about) and "no pretrained next-sentence head" in about
+    assert "`mean` (last layer), through a logistic-regression probe" in about and "dev accuracy 0.668" in about
+
+
+def test_next_sentence_shows_every_offline_encoder_side_by_side():
+    a, b = app.EXAMPLES["nsp"][1]
+    label, about, table, box = app.next_sentence("default+mlm-nsp", a, b)
+    rows = [r for r in table.splitlines() if r.startswith("| ") and "encoder" not in r]
+    assert [r.split(" | ")[0].lstrip("| ") for r in rows] == ["default+mlm-nsp"] + [
+        n for n in serve.offline_models() if n != "default+mlm-nsp"]  # the chosen encoder first
+    by = {r.split(" | ")[0].lstrip("| "): r for r in rows}
+    assert "pooler_output" in by["default+mlm-nsp"] and "0.798" in by["default+mlm-nsp"]  # its own head's dev accuracy
+    assert "`mean`, through a probe trained on NSP pairs" in by["default"] and "0.668" in by["default"]
+    assert "pooler_output" in about and "0.798" in about
+
+
+@pytest.mark.parametrize("a, b, which", [("", "fine", "Sentence A is empty"), ("fine", "  ", "Sentence B is empty")])
+def test_an_empty_sentence_says_which_one(a, b, which):
+    assert which in status(app.next_sentence("default", a, b))
+    assert which in status(app.classify("default", a, "mean", "mrpc", b))
 
 
 def test_inside_bert_report():
-    report, box = app.look_inside("", "The cat sat on the mat.")
+    report, heads, chart, box = app.look_inside("", "The cat sat on the mat.")
     assert status((box,)) == ""
     assert "(1, 9, 384)" in report and "(1, 384)" in report and "(equal)" in report and "cosine" in report
+    # The heads on top: the served span-QA head's two logits per token (and its chart); no NSP or MLM head here.
+    assert "span QA, `Linear(384, 2)`" in heads and "W `(2, 384)`, b `(2,)`" in heads
+    assert "| next sentence | – | none |" in heads and "| masked LM | – | none |" in heads
+    fig = chart["value"]
+    assert chart["visible"] and [t.name for t in fig.data][:2] == ["start logit", "end logit"] and len(fig.data[0].x) == 9
+
+
+def test_inside_bert_shows_the_nsp_and_masked_lm_heads_where_the_checkpoint_has_them():
+    report, heads, chart, box = app.look_inside("default+mlm-nsp", "The cat sat on the [MASK].")
+    assert status((box,)) == "" and chart["visible"] is False  # no QA head for this encoder: said in words, no chart
+    assert "next sentence, `Linear(384, 2)`" in heads and "P(IsNext)" in heads
+    assert "decoder.weight (tied to the word embeddings) `(30522, 384)`" in heads
+    assert re.search(r"- `\[MASK\]` at token 6: (`[^`]+` 0\.\d{3}, ){4}`[^`]+` 0\.\d{3}", heads)
+    assert "qa_outputs" not in heads and "no trained QA head" in heads
 
 
 def test_leaderboard_filters_table_and_csv():
-    summary, table, csv, *rest = app.board("all", "nsp", "all", "all", "")
-    figures, box = rest[:-1], rest[-1]
+    summary, table, csv, first, estimates, box = app.board("all", "nsp", "all", "all", "")
     assert status((box,)) == "" and "records match" in summary
     assert list(table.columns) == app.TABLE_SHOWN and set(table["task"]) == {"nsp"}
     full = pd.read_csv(csv)
     assert len(full) == len(table) and "model_revision" in full.columns  # the download keeps every column
-    assert len(figures) == len(app.FIGURES) and all(hasattr(f, "to_plotly_json") for f in figures)
+    assert first.startswith("#### NSP") and estimates == ""  # the first view and the estimates follow the filter
+    # Figures are built when their accordion opens (tests/test_leaderboard_app.py), not on every filter change.
+    figures = app.board_figures("all", "nsp", "all", "all", ("ablation",))
+    assert len(figures) == len(app.FIGURES) and figures[0].type == "plotly" and set(figures[1:]) == {None}
 
 
 
@@ -113,8 +171,118 @@ def test_a_hub_model_offline_is_a_clear_message(monkeypatch):
     from huggingface_hub import constants
 
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
-    report, box = app.look_inside("berteval-tests/not-in-any-cache", "The cat sat on the mat.")
-    assert report == "" and "Hub is not reachable" in box["value"] and "Traceback" not in box["value"]
+    report, heads, chart, box = app.look_inside("berteval-tests/not-in-any-cache", "The cat sat on the mat.")
+    assert report == "" and "cannot reach the Hugging Face Hub" in box["value"] and "Traceback" not in box["value"]
+    for out in (app.classify("berteval-tests/not-in-any-cache", "fine", "mean"),
+                app.next_sentence("berteval-tests/not-in-any-cache", "fine", "good")):
+        # A visitor's words: no command-line option, no exception class.
+        assert "Pick one of the encoders in the list" in status(out) or "cannot answer" in out[1]
+    message = status(app.classify("berteval-tests/not-in-any-cache", "fine", "mean"))
+    assert "--model" not in message and "OSError" not in message and "Error" not in message
+
+
+# --- Classify: what was read, the pair tasks, and any model ----------------------------------------------------
+
+def test_classify_says_when_the_input_is_mostly_unknown_tokens():
+    label, about, compare, box = app.classify("default", "😡💩", "mean")
+    assert status((box,)) == "" and "Mostly unknown to this model" in about and "UNK" in about
+    assert "Mostly unknown" not in app.classify("default", "A gorgeous, witty, seductive movie.", "mean")[1]
+
+
+@pytest.fixture()
+def pair_results(glue_dir, tiny_models, tmp_path, monkeypatch):
+    """Committed-style MRPC and STS-B probe records of a tiny model in a temporary results folder, the page
+    pointed at it (the tiny model allowed as an operator folder)."""
+    from berteval import runs
+    from berteval.tasks import get
+
+    for task in ("mrpc", "stsb"):
+        runs.run(runs.RunSpec(task=get(task), model=str(tiny_models["pretraining"]), poolings=["cls", "pooler", "mean"],
+                              seeds=[0, 1], data_dir=glue_dir, out=tmp_path, progress=False))
+    monkeypatch.setenv("BERTEVAL_RESULTS", str(tmp_path))
+    monkeypatch.setenv(serve.ALLOWED_FOLDERS_ENV, str(tiny_models["pretraining"]))
+    serve.classifier.cache_clear()
+    yield str(tiny_models["pretraining"])
+    serve.classifier.cache_clear()
+
+
+def test_classify_answers_a_pair_task_with_its_committed_heads(pair_results):
+    label, about, compare, box = app.classify(pair_results, "the movie was good", "mean", "mrpc", "it was a fine film")
+    assert status((box,)) == "" and set(label) == {"paraphrase", "not a paraphrase"}
+    assert "trained on 108 MRPC pairs" in about and "paraphrase F1" in compare and "P(paraphrase)" in compare
+    label, about, compare, box = app.classify(pair_results, "the movie was good", "cls", "stsb", "it was a fine film")
+    assert status((box,)) == "" and re.fullmatch(r"similarity \d\.\d\d of 5", label)
+    assert "ridge regression on `cls`" in about and "Pearson x100" in about and "score (0-5)" in compare
+    # RTE has no record for this model: the visitor is told, in words.
+    out = app.classify(pair_results, "the movie was good", "mean", "rte", "it was a fine film")
+    assert "No committed RTE probe head for" in status(out) and "python" not in status(out)
+
+
+def test_the_pair_tasks_have_no_committed_default_heads_yet_and_say_so():
+    out = app.classify("default", "A man is playing a guitar.", "mean", "stsb", "A man plays the guitar.")
+    message = status(out)
+    if message:  # before the records are committed: a clear message (once committed, a score)
+        assert "No committed STS-B probe head for sentence-transformers/all-MiniLM-L6-v2" in message
+    else:
+        assert out[0].startswith("similarity")
+
+
+@pytest.fixture()
+def stand_in(tiny_models, tiny_sst2, monkeypatch):
+    """A tiny save_pretrained checkpoint standing in for a hub model with no committed record (allowed by the
+    operator's list), and the SST-2 files the quick probe reads."""
+    from berteval.serve import quick
+
+    monkeypatch.setenv(serve.ALLOWED_FOLDERS_ENV, str(tiny_models["base"]))
+    monkeypatch.setenv("BERTEVAL_DATA", str(tiny_sst2))
+    quick._CACHE.clear()
+    serve.classifier.cache_clear()
+    yield str(tiny_models["base"])
+    quick._CACHE.clear()
+
+
+def test_a_model_without_committed_heads_gets_a_quick_probe_kept_per_revision(stand_in, monkeypatch):
+    from berteval.serve import quick
+
+    told = []
+    label, about, compare, box = app.classify(stand_in, "the movie was good", "mean",
+                                              "sst2", "", lambda f, desc=None: told.append((f, desc)))
+    assert status((box,)) == "" and set(label) == {"positive", "negative"}
+    assert "quick probe trained here on demand" in about and "trained on 108 of a fixed sample of 120" in about
+    assert re.search(r"dev accuracy \*\*0\.\d{4}\*\* on all 40 SST-2 dev sentences", about)
+    assert "never a leaderboard record" in about and {"`cls`", "`pooler`", "`mean`"} <= set(re.findall(r"`\w+`", compare))
+    assert told and told[-1][0] == 1.0 and any("encoding" in (d or "") for _, d in told)  # progress was shown
+    # The second request reuses it: no training, the same head.
+    monkeypatch.setattr(quick, "fit_probe", lambda *a, **k: pytest.fail("trained twice"))
+    again = app.classify(stand_in, "the movie was bad", "cls")
+    assert status(again) == "" and "quick probe" in again[1]
+
+
+def test_a_checkpoint_with_its_own_sentiment_head_answers_with_it(tmp_path, monkeypatch):
+    from transformers import BertForSequenceClassification
+
+    from conftest import _tokenizer, tiny_config
+
+    folder = tmp_path / "tiny-sst2"
+    folder.mkdir()
+    BertForSequenceClassification(tiny_config(num_labels=2, id2label={0: "NEGATIVE", 1: "POSITIVE"},
+                                              label2id={"NEGATIVE": 0, "POSITIVE": 1})).save_pretrained(folder)
+    _tokenizer(folder).save_pretrained(folder)
+    monkeypatch.setenv(serve.ALLOWED_FOLDERS_ENV, str(folder))
+    label, about, compare, box = app.classify(str(folder), "the movie was good", "mean")
+    assert status((box,)) == "" and set(label) == {"NEGATIVE", "POSITIVE"}
+    assert "own sequence-classification head" in about and "quick probe" not in about
+
+
+def test_next_sentence_on_a_stand_in_uses_its_own_nsp_head(tiny_models, monkeypatch):
+    monkeypatch.setenv(serve.ALLOWED_FOLDERS_ENV, str(tiny_models["pretraining"]))
+    label, about, table, box = app.next_sentence(str(tiny_models["pretraining"]), "the movie was good", "it was fun")
+    assert status((box,)) == "" and "pooler_output" in about and "not measured here" in about
+    assert table.count("\n| ") == 2 + len(serve.offline_models())  # header, the stand-in, every offline encoder
+    # A stand-in without an NSP head (and no probe committed for it) cannot answer; the others still do.
+    monkeypatch.setenv(serve.ALLOWED_FOLDERS_ENV, str(tiny_models["base"]))
+    label, about, table, box = app.next_sentence(str(tiny_models["base"]), "the movie was good", "it was fun")
+    assert label is None and "cannot answer" in about and "default+mlm-nsp | 0." in table
 
 
 def test_host_and_port_from_options_or_gradio_environment(monkeypatch):

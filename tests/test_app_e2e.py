@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, SHARED_DATA
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -85,8 +85,17 @@ def _wait_until_served(url: str, proc: subprocess.Popen, log: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def app_url(tmp_path_factory):
-    yield from serve_app(tmp_path_factory.mktemp("app") / "app.log")
+def stand_in(tmp_path_factory) -> Path:
+    """A tiny save_pretrained BERT with no committed record and no NSP head, standing in for a hub model."""
+    from conftest import save_tiny
+
+    return save_tiny(tmp_path_factory.mktemp("stand-in") / "tiny-bert", "base")
+
+
+@pytest.fixture(scope="module")
+def app_url(tmp_path_factory, stand_in):
+    # The operator's allow-list lets the page load the stand-in folder (a visitor names hub ids only).
+    yield from serve_app(tmp_path_factory.mktemp("app") / "app.log", {"BERTEVAL_APP_MODELS": str(stand_in)})
 
 
 @pytest.fixture(scope="module")
@@ -225,20 +234,137 @@ def test_inside_bert_recomputes_the_pooler(page):
     _screenshot(page, "inside")
 
 
+def _choose_model(pg, name: str) -> None:
+    """Type an encoder into the Encoder box (a listed one, or a name the operator allowed)."""
+    box = pg.locator("#model input")
+    box.fill(name)
+    box.press("Enter")
+    expect(box).to_have_value(name)
+
+
+def test_a_question_the_context_cannot_answer_is_probably_not_in_it(page):
+    page.get_by_role("tab", name="Answer").click()
+    page.locator("#qa-question textarea").fill("Who won the 1998 FIFA World Cup?")
+    page.locator("#qa-context textarea").fill(
+        "BERT's pooler takes the final hidden state of the [CLS] token, multiplies it by a learned matrix, adds "
+        "a bias and applies a tanh. It was trained by next-sentence prediction during pre-training.")
+    page.get_by_role("button", name="Answer", exact=True).click()
+    expect(page.locator("#qa-about")).to_contain_text("The answer is probably not in this text.")
+    score = page.locator("#qa-confidence")
+    expect(score).to_contain_text("below the threshold")
+    expect(score).to_contain_text("ROC AUC")
+    expect(page.locator("#qa-nbest")).to_contain_text("start + end logit")
+    _screenshot(page, "answer_not_in_text")
+
+
+def test_next_sentence_shows_every_offline_encoder_side_by_side(page):
+    from berteval import serve
+
+    _run_example(page, "Next sentence", "nsp-examples", "The Normans gave", "nsp-a", "Does B follow A?")
+    table = page.locator("#nsp-all")
+    expect(table).to_contain_text("The same pair under every encoder")
+    for name in serve.offline_models():
+        expect(table.get_by_role("cell", name=name, exact=True)).to_be_visible()
+    expect(table).to_contain_text("mean, through a probe trained on NSP pairs")  # default: a probe on mean
+    expect(table).to_contain_text("pretrained NSP head")  # the NSP-trained encoders: their own head
+    expect(table).to_contain_text("0.798")  # default+mlm-nsp's head, its dev accuracy
+    _screenshot(page, "nsp_side_by_side")
+
+
+def test_inside_bert_shows_the_heads(page):
+    _run_example(page, "Inside BERT", "inside-examples", "The cat sat on the [MASK]", "inside-text", "Look inside")
+    heads = page.locator("#inside-heads")
+    expect(heads).to_contain_text("span QA, Linear(384, 2)")
+    expect(heads).to_contain_text("(2, 384)")
+    expect(page.locator("#inside-qa-logits .main-svg").first).to_be_visible()
+    _screenshot(page, "inside_heads")
+    _choose_model(page, "default+mlm-nsp")
+    page.get_by_role("button", name="Look inside", exact=True).click()
+    expect(heads).to_contain_text("next sentence, Linear(384, 2)")
+    expect(heads).to_contain_text("masked LM")
+    expect(heads).to_contain_text(re.compile(r"\[MASK\] at token 6: \S+ 0\.\d{3}"))
+    _screenshot(page, "inside_heads_mlm")
+
+
+@pytest.mark.skipif(not (SHARED_DATA / "sst2" / "train.tsv").is_file(), reason="the quick probe reads ../shared/data")
+def test_classify_trains_a_quick_probe_for_a_model_without_records(page, stand_in):
+    page.get_by_role("tab", name="Classify").click()
+    _choose_model(page, str(stand_in))
+    page.locator("#classify-sentence textarea").fill("A gorgeous, witty, seductive movie.")
+    page.get_by_role("button", name="Classify", exact=True).click()
+    about = page.locator("#classify-about")
+    expect(about).to_contain_text("quick probe trained here on demand")
+    expect(about).to_contain_text("of a fixed sample of 2,000 SST-2 train sentences")
+    expect(about).to_contain_text(re.compile(r"dev accuracy 0\.\d{4} on all 872 SST-2 dev sentences"))
+    expect(page.locator("#classify-label")).to_contain_text(re.compile(r"\d+%"))
+    _screenshot(page, "classify_quick_probe")
+
+
+def test_classify_takes_a_pair_task(page):
+    page.get_by_role("tab", name="Classify").click()
+    page.locator("#classify-examples").get_by_text("A man is playing a guitar.").first.click()
+    expect(page.locator("#classify-sentence-b textarea")).to_be_visible()
+    expect(page.locator("#classify-sentence-b textarea")).to_have_value(re.compile("^A man plays"))
+    page.get_by_role("button", name="Classify", exact=True).click()
+    # Before the STS-B records are committed the page says so; after, a score from 0 to 5.
+    expect(page.locator("#classify-status, #classify-label").filter(
+        has_text=re.compile(r"No committed STS-B probe head|similarity \d\.\d\d of 5")).first).to_be_visible()
+    _screenshot(page, "classify_pair")
+
+
 def test_leaderboard_table_filters_and_figures(page):
     page.get_by_role("tab", name="Leaderboard").click()
+    first = page.locator("#board-first")
+    expect(first).to_contain_text("SST-2: accuracy")
+    expect(first).to_contain_text("The best head measured is")
     table = page.locator("#board-table")
     expect(table).to_contain_text("sst2")
     expect(table).to_contain_text("mean ± std")
     expect(page.locator("#board-summary")).to_contain_text("records match")
-    expect(page.locator(".main-svg").first).to_be_visible()
+    assert page.locator("#board-plot-ablation .main-svg").count() == 0  # a figure is built when it is opened
     _screenshot(page, "leaderboard")
+    page.locator("#board-fig-ablation").get_by_text("Pooling ablation", exact=False).first.click()
+    expect(page.locator("#board-plot-ablation .main-svg").first).to_be_visible()
+    _screenshot(page, "leaderboard_ablation")
     # 8118 (the NSP dev pairs) is in NSP rows only; "nsp" would also match SST-2 rows of +nsp-pooler. Cells, not
     # the table's text: its reproduce commands name other tasks, and Gradio keeps a hidden sizing row.
     page.locator("#board-search input, #board-search textarea").first.fill("8118")
     page.locator("#board-search input, #board-search textarea").first.press("Enter")
     expect(table.get_by_role("gridcell", name="sst2", exact=True)).to_have_count(0)
     expect(table.get_by_role("gridcell", name="nsp", exact=True).first).to_be_visible()
+
+
+FIRST_VIEW_S = 2.0  # issue 28: the tab's first view within 2 s of the click (it took 8.7 s, figures 12.7 s)
+FILTER_S = 1.0  # and a filter change within 1 s (it took 7.6 s)
+
+
+def test_the_leaderboard_shows_its_first_view_within_two_seconds_and_a_filter_change_within_one(page):
+    """With the app warm (served, its records' views computed at start-up), a click on the tab shows the first
+    view and the table within FIRST_VIEW_S, and a filter change redraws them (and an open figure) within FILTER_S.
+    The times are printed (pytest -s) for docs/performance.md."""
+    page.wait_for_timeout(1000)  # the page settled, as a visitor's would be before a click
+    start = time.monotonic()
+    page.get_by_role("tab", name="Leaderboard").click()
+    expect(page.locator("#board-first")).to_contain_text("SST-2: accuracy")
+    table = page.locator("#board-table")
+    expect(table.get_by_role("gridcell", name="sst2", exact=True).first).to_be_visible()
+    first_view = time.monotonic() - start
+    page.locator("#board-fig-ablation").get_by_text("Pooling ablation", exact=False).first.click()
+    expect(page.locator("#board-plot-ablation .main-svg").first).to_be_visible()
+    page.wait_for_timeout(500)
+    page.locator("#board-task input").click()
+    start = time.monotonic()
+    page.get_by_role("option", name="nsp", exact=True).click()
+    expect(page.locator("#board-first")).not_to_contain_text("SST-2")
+    expect(table.get_by_role("gridcell", name="sst2", exact=True)).to_have_count(0)
+    expect(table.get_by_role("gridcell", name="nsp", exact=True).first).to_be_visible()
+    expect(page.locator("#board-plot-ablation")).not_to_contain_text("SST-2")
+    expect(page.locator("#board-plot-ablation")).to_contain_text("NSP")
+    change = time.monotonic() - start
+    height = page.evaluate("document.documentElement.scrollHeight")
+    print(f"\nleaderboard: first view {first_view:.2f} s after the click, filter change {change:.2f} s, "
+          f"page {height:,} px")
+    assert first_view < FIRST_VIEW_S and change < FILTER_S, (first_view, change)
 
 
 def test_a_shared_leaderboard_url_opens_on_its_filtered_view(browser, app_url):
@@ -253,8 +379,12 @@ def test_a_shared_leaderboard_url_opens_on_its_filtered_view(browser, app_url):
         table = pg.locator("#board-table")
         expect(table.get_by_role("gridcell", name="nsp", exact=True).first).to_be_visible()
         expect(table.get_by_role("gridcell", name="sst2", exact=True)).to_have_count(0)
-        expect(pg.locator("#board-findings")).to_contain_text("NSP, frozen probe")
+        expect(pg.locator("#board-first")).to_contain_text("NSP: accuracy")
+        expect(pg.locator("#board-first")).not_to_contain_text("SST-2")
+        expect(pg.locator("#board-estimates")).not_to_contain_text("k-fold")  # SQuAD's k-fold records: not NSP's
         expect(pg.locator("#board-task input")).to_have_value("nsp")
+        pg.locator("#board-findings-details").get_by_text("Findings in full", exact=False).first.click()
+        expect(pg.locator("#board-findings")).to_contain_text("NSP, frozen probe")
         _screenshot(pg, "leaderboard_shared")
         pg.locator("#board-pooling input").click()
         pg.get_by_role("option", name="mean", exact=True).click()

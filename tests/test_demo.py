@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from berteval import models, runs, serve
-from berteval.serve import inside, sentiment
+from berteval.serve import inside, task_heads
 from berteval.store import Store
 from berteval.errors import BertevalError
 from berteval.tasks import get
@@ -29,25 +29,25 @@ def test_one_head_per_pooling_the_best_seed_with_its_accuracy(tiny_models, tiny_
     from berteval import records
 
     model = models.load(str(tiny_models["pretraining"]))
-    heads = sentiment.committed_heads(model, Store(tiny_results))
+    heads = task_heads.committed_heads(model, Store(tiny_results))
     assert list(heads) == ["cls", "pooler", "mean"]  # registry order
     recs, _ = records.read_records([tiny_results / "sst2.jsonl"])
     for name, head in heads.items():
         mine = [r for r in recs if r.pooling == name]
         best = min(mine, key=lambda r: (-r.main_value, r.seed))
-        assert (head.run_id, head.seed, head.dev_accuracy) == (best.run_id, best.seed, best.main_value)
-        assert head.mean_dev_accuracy == pytest.approx(np.mean([r.main_value for r in mine]))
+        assert (head.run_id, head.seed, head.dev_value) == (best.run_id, best.seed, best.main_value)
+        assert head.mean_main == pytest.approx(np.mean([r.main_value for r in mine]))
         assert head.n_seeds == 2 and head.weight.shape == (1, 16) and head.bias.shape == (1,)
 
 
 def test_live_heads_reproduce_the_recorded_dev_probabilities(tiny_models, tiny_sst2, tiny_results):
     """The page's P(positive) for a dev sentence is the probability the run recorded for it."""
     model = models.load(str(tiny_models["pretraining"]))
-    heads = sentiment.committed_heads(model, Store(tiny_results))
+    heads = task_heads.committed_heads(model, Store(tiny_results))
     dev = [line.rsplit("\t", 1)[0] for line in (tiny_sst2 / "sst2" / "dev.tsv").read_text().splitlines()[1:]]
     for name, head in heads.items():
         recorded = json.loads((tiny_results / f"predictions/sst2/{head.run_id}.json").read_text())["proba"]
-        live = [sentiment.p_positive(model, {name: head}, s)[name] for s in dev[:5]]
+        live = [task_heads.p_positive(model, {name: head}, s)[name] for s in dev[:5]]
         # The run encoded dev in padded batches, the page one sentence alone: float32 features agree to ~1e-7,
         # and the tiny model's features barely vary, so its standardised head is steep (weights ~1e3): 2e-4.
         np.testing.assert_allclose(live, recorded[:5], atol=2e-4)
@@ -55,15 +55,15 @@ def test_live_heads_reproduce_the_recorded_dev_probabilities(tiny_models, tiny_s
 
 def test_heads_of_another_model_are_not_used(tiny_models, tiny_results):
     other = models.load(str(tiny_models["base"]))
-    with pytest.raises(BertevalError, match="no committed SST-2 probe heads"):
-        sentiment.committed_heads(other, Store(tiny_results))
+    with pytest.raises(task_heads.NoCommittedHeads, match="No committed SST-2 probe head"):
+        task_heads.committed_heads(other, Store(tiny_results))
 
 
 def test_committed_default_heads_cover_the_three_vectors():
-    heads = sentiment.committed_heads(models.load("default"))
+    heads = task_heads.committed_heads(models.load("default"))
     assert {"cls", "pooler", "mean"} <= set(heads)
-    assert all(h.n_seeds >= 3 and 0.7 < h.dev_accuracy < 0.9 for h in heads.values())
-    assert heads["mean"].dev_accuracy > heads["cls"].dev_accuracy  # docs/findings/sst2-probe.md's finding, per chosen seed too
+    assert all(h.n_seeds >= 3 and 0.7 < h.dev_value < 0.9 for h in heads.values())
+    assert heads["mean"].dev_value > heads["cls"].dev_value  # docs/findings/sst2-probe.md's finding, per chosen seed too
 
 
 @pytest.mark.parametrize("kind", ["pretraining", "base"])
@@ -155,3 +155,59 @@ def test_offline_models_are_the_default_and_the_committed_derived_encoders():
     assert names[0] == models.DEFAULT
     assert all(n.startswith("default+") for n in names[1:])
     assert "default+random" in names  # its derivation record is committed
+
+
+# --- the pair tasks' committed heads, and the heads Inside BERT shows -----------------------------------------
+
+from test_glue import glue_dir  # noqa: E402,F401 (the tiny GLUE files, a fixture)
+
+
+@pytest.mark.parametrize("task", ["mrpc", "stsb"])
+def test_live_pair_heads_reproduce_the_recorded_dev_predictions(task, glue_dir, tiny_models, tmp_path):  # noqa: F811
+    """A pair read live as [CLS] A [SEP] B [SEP] gets the P(class 1) (MRPC) or the score (STS-B) the run recorded."""
+    runs.run(runs.RunSpec(task=get(task), model=str(tiny_models["pretraining"]), poolings=["cls", "mean"], seeds=[0],
+                          data_dir=glue_dir, out=tmp_path, progress=False))
+    model = models.load(str(tiny_models["pretraining"]))
+    heads = task_heads.committed_heads(model, Store(tmp_path), task=task)
+    assert list(heads) == ["cls", "mean"] and all(h.task == task and h.n_seeds == 1 for h in heads.values())
+    dev = get(task).load(glue_dir).eval.texts
+    for name, head in heads.items():
+        recorded = json.loads((tmp_path / f"predictions/{task}/{head.run_id}.json").read_text())
+        expected = recorded["pred"] if task == "stsb" else [p[1] if isinstance(p, list) else p for p in recorded["proba"]]
+        live = [task_heads.outputs(model, {name: head}, pair)[name] for pair in dev[:4]]
+        np.testing.assert_allclose(live, expected[:4], atol=2e-3 if task == "stsb" else 2e-4)
+    assert "Pearson x100" in heads["cls"].figures() if task == "stsb" else "paraphrase F1" in heads["cls"].figures()
+    with pytest.raises(task_heads.NoCommittedHeads, match="No committed RTE probe head"):
+        task_heads.committed_heads(model, Store(tmp_path), task="rte")
+
+
+def test_inside_a_pretraining_checkpoint_shows_its_nsp_and_masked_lm_heads(tiny_models):
+    model = models.load(str(tiny_models["pretraining"]))
+    mlm = inside.mlm_model(str(tiny_models["pretraining"]), model)
+    report = inside.look_inside(model, "the movie was [MASK] .", qa="no QA head here", mlm=mlm)
+    assert report.nsp_head.weight_shape == (2, 16) and report.nsp_head.bias_shape == (2,)
+    assert report.nsp_head.by_hand_max_abs_diff < 1e-5 and 0.0 < report.nsp_head.p_is_next < 1.0
+    ((pos, top),) = report.mlm_head.predictions
+    assert report.tokens[pos] == "[MASK]" and len(top) == inside.TOP_K
+    assert sum(p for _, p in top) <= 1.0 and [p for _, p in top] == sorted((p for _, p in top), reverse=True)
+    assert report.absent == {"qa": "no QA head here"} and report.qa_head is None
+
+
+@pytest.mark.parametrize("kind", ["base", "distilbert"])
+def test_a_checkpoint_without_those_heads_names_what_it_lacks(tiny_models, kind):
+    model = models.load(str(tiny_models[kind]))
+    mlm = inside.mlm_model(str(tiny_models[kind]), model)
+    assert isinstance(mlm, str) and "no masked-LM head" in mlm
+    report = inside.look_inside(model, "the movie was good", mlm=mlm)
+    assert report.nsp_head is None and report.mlm_head is None and "no trained next-sentence head" in report.absent["nsp"]
+
+
+def test_inside_shows_the_span_head_logits_of_every_token(tiny_models):
+    from berteval.qa import inference
+
+    model = models.load(str(tiny_models["pretraining"]))
+    tiny = inference.QAModel(inference.head_model(model), model.tokenizer, "tiny head")
+    report = inside.look_inside(model, "the movie was good", qa=tiny)
+    q = report.qa_head
+    assert q.weight_shape == (2, 16) and q.bias_shape == (2,) and q.tokens == report.tokens
+    assert len(q.start_logits) == len(q.end_logits) == len(report.tokens)

@@ -1,6 +1,7 @@
 """Fine-tune regime for classification: the encoder really trains, a killed run resumes from
 its saved step, and the same seed gives the same record (tiny model, tiny data)."""
 
+import pytest
 import torch
 
 from berteval import features, models, records, runs, training
@@ -120,3 +121,20 @@ def test_finetune_refuses_layers(tiny_models, tiny_sst2, tmp_path):
 
     with pytest.raises(BertevalError, match="drop --layers"):
         runs.run(_spec(tiny_models["pretraining"], tiny_sst2, tmp_path, layers="-2"))
+
+
+def test_the_fine_tuned_attention_query_gets_its_own_learning_rate():
+    """The attention pooling's query starts at zero; at the encoder's rate it never moved (every fine-tuned
+    attention record equalled mean). The fine-tune gives it QUERY_LR_SCALE x the rate; everything else keeps it."""
+    import torch
+
+    from berteval import training
+    from berteval.pooling.attention import QUERY_LR_SCALE, AttentionPooling
+
+    pool, linear = AttentionPooling(8), torch.nn.Linear(8, 2)
+    pool.query.lr_scale = QUERY_LR_SCALE
+    model = torch.nn.ModuleDict({"pool": pool, "head": linear})
+    _, opt, _ = training._optimiser(model, training.TrainConfig(lr=1e-4), total=10)
+    rates = {id(p): g["lr"] for g in opt.param_groups for p in g["params"]}
+    assert rates[id(pool.query)] == pytest.approx(1e-4 * QUERY_LR_SCALE)
+    assert rates[id(linear.weight)] == rates[id(linear.bias)] == pytest.approx(1e-4)

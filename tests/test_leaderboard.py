@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 
 import pandas as pd
+import plotly
 import plotly.graph_objects as go
 import pytest
 
@@ -137,8 +138,10 @@ def test_different_setups_are_not_averaged_and_get_labels(tmp_path):
     agg = data.aggregate(df)
     assert sorted(agg["mean"]) == [0.6, 0.8]
     assert sorted(data.setup_labels(agg)) == ["train 10", "train 100"]
+    # The ablation draws each group's main setup (the largest training set) only: a label per setup ran into the
+    # next panel, and the smaller sizes are the learning curves' (tests/test_learning_curves.py).
     means = next(t for t in figures.pooling_ablation(df).data if t.name == "mean of seeds")
-    assert sorted(means.x[1]) == ["cls (train 10)", "cls (train 100)"]
+    assert list(means.x[1]) == ["cls"] and list(means.y) == [0.8]
 
 
 def test_bad_line_reported_with_line_number_and_rest_still_shows(tmp_path):
@@ -181,7 +184,9 @@ def _titles(fig: go.Figure) -> str:
 
 def test_ablation_figure_values_error_bars_and_colours(full):
     fig = figures.pooling_ablation(full)
-    assert "sst2 · toy/bert-base" in _titles(fig) and "squad · toy/bert-base" in _titles(fig)
+    # panels named in words: the task's label and the model's short name, never "sst2 · toy/bert-base"
+    assert "SST-2 · bert-base" in _titles(fig) and "SQuAD v1.1 · bert-base" in _titles(fig)
+    assert "sst2 ·" not in _titles(fig) and "toy/" not in _titles(fig)
     # panels in the task registry's order (sst2, sst2 for the second model, nsp, squad): two traces each
     means = fig.data[0]
     assert means.name == "mean of seeds" and list(means.x[1]) == ["cls", "pooler", "mean", "max"]
@@ -209,12 +214,13 @@ def test_heatmap_per_model_rows_are_task_regime(full):
     assert len(fig.data) == 2  # two models
     hm = next(t for t in fig.data if len(t.y) > 1)
     assert list(hm.x) == ["cls", "pooler", "mean", "max", "nsp-head", "span"]
-    row = next(i for i, y in enumerate(hm.y) if y.startswith("sst2 · probe"))
+    row = next(i for i, y in enumerate(hm.y) if y.startswith("SST-2 · frozen probe"))
     assert hm.z[row][2] == 1.0 and hm.z[row][1] == 0.0  # mean best, pooler worst within the task
     assert hm.text[row][2].startswith("0.810")
     # rows: tasks and regimes in their registries' order (probe -> finetune -> pretrained); each names its metric
-    assert [y.split("<br>")[0] for y in hm.y] == ["sst2 · probe", "nsp · probe", "nsp · pretrained", "squad · probe",
-                                                  "squad · finetune", "squad · pretrained"]
+    assert [y.split("<br>")[0] for y in hm.y] == ["SST-2 · frozen probe", "NSP · frozen probe", "NSP · pretrained head",
+                                                  "SQuAD v1.1 · frozen probe", "SQuAD v1.1 · fine-tuned",
+                                                  "SQuAD v1.1 · pretrained head"]
     assert hm.y[3].endswith("(F1)") and hm.y[0].endswith("(accuracy)")
     lone = next(t for t in fig.data if len(t.y) == 1)
     assert list(lone.x) == list(hm.x) and lone.text[0][2].startswith("0.700")  # same columns for every model
@@ -223,9 +229,11 @@ def test_heatmap_per_model_rows_are_task_regime(full):
 def test_significance_marks_pairs_significant_in_every_seed(full):
     fig = figures.significance(full)
     hm = fig.data[0]
-    i, j = list(hm.y).index("mean@last"), list(hm.x).index("cls@last")
+    # last-layer heads only, named by their pooling (the layer ablation's tests are in the report's table)
+    assert all("@" not in h for h in hm.x)
+    i, j = list(hm.y).index("mean"), list(hm.x).index("cls")
     assert hm.z[i][j] == 2 and "★" in hm.text[i][j] and hm.text[i][j].endswith("30:9")
-    k = list(hm.x).index("pooler@last")
+    k = list(hm.x).index("pooler")
     assert hm.z[i][k] == 0 and "★" not in hm.text[i][k]
 
 
@@ -318,22 +326,61 @@ def test_views_applies_filters_and_keeps_all_choices(tmp_path):
 
 # -- report ----------------------------------------------------------------------------------------------------
 
-def test_report_is_self_contained_and_names_every_record(tmp_path):
+def test_report_links_the_files_beside_it_and_names_every_record(tmp_path):
     path = write(tmp_path / "r.jsonl", full_records())
     out = tmp_path / "report.html"
     result = subprocess.run([sys.executable, "-m", "leaderboard", "--out", str(out), str(path)], cwd=REPO,
                             capture_output=True, text=True, check=True)
-    assert "wrote" in result.stdout and "49 records" in result.stdout
+    assert "wrote" in result.stdout and "49 records" in result.stdout and "report_files" in result.stdout
     page = out.read_text()
-    assert re.search(r"<script[^>]*\ssrc=", page) is None  # nothing fetched from the network
-    assert "plotly.js v" in page and page.count("Plotly.newPlot") == 9  # 4 figures + models + pooler effect + 3 curves
+    # Plotly's JavaScript and the CSV files lie beside the page, linked relatively: nothing from the network.
+    srcs = re.findall(r"<script[^>]*\ssrc=\"([^\"]+)\"", page)
+    assert srcs == ["report_files/plotly-" + plotly.__version__ + ".min.js"]
+    assert "plotly.js v" not in page and (tmp_path / srcs[0]).read_text().startswith("/**")
+    for name in ("leaderboard.csv", "records.csv"):  # disagreements.csv needs predictions (the committed records')
+        assert f'href="report_files/{name}"' in page and (tmp_path / "report_files" / name).stat().st_size > 0
+    assert "://" not in " ".join(re.findall(r'(?:src|href)="([^"]+)"', page))
+    assert page.count("Plotly.newPlot") == 9  # 4 figures + models + pooler effect + 3 curves
     assert page.count('"modeBarButtonsToRemove": ["sendChartToCloud"]') == 9  # no upload button offline
+    records = pd.read_csv(tmp_path / "report_files" / "records.csv")
+    assert sorted(records["run_id"]) == sorted(r.run_id for r in full_records())
     for r in full_records():
-        assert r.run_id in page
+        assert r.run_id in page  # in the table's record ids
         for s in (r.model, r.task, r.pooling):
             assert f"<td>{s}</td>" in page
     assert "python -m berteval run --task squad --pooling span" in page and "0123456789abcdef" in page
-    assert "torch 2.13.0" in page and "data:text/csv" in page
+    assert "torch 2.13.0" in page
+
+
+def test_report_self_contained_is_one_file(tmp_path):
+    path = write(tmp_path / "r.jsonl", full_records())
+    out, _, _ = report.write_report(tmp_path / "one.html", [path], self_contained=True)
+    page = out.read_text()
+    assert re.search(r"<script[^>]*\ssrc=", page) is None and not (tmp_path / "one_files").exists()
+    assert "plotly.js v" in page and "data:text/csv" in page and page.count("Plotly.newPlot") == 9
+    for r in full_records():
+        assert r.run_id in page
+
+
+def test_report_of_the_committed_records_is_small_and_opens_on_the_answer(tmp_path):
+    """The committed records' report (6.6 MB and 87,762 px tall before issue 28, Plotly inside and hundreds of
+    collapsed disagreement rows): its page is now a fraction of that, opens on what the records say per task, and
+    links every disagreeing example as a CSV file beside it."""
+    out, df, _ = report.write_report(tmp_path / "report.html")
+    page = out.read_text()
+    assert out.stat().st_size < 2_000_000, out.stat().st_size
+    body = page[page.index("<body>"):]
+    first = body.index('id="answer"')
+    assert first < body.index("<nav>") < body.index('id="findings"')
+    answer = body[first:body.index("</section>", first)]
+    for words in ("SST-2", "NSP", "SQuAD", "<th>cls</th><th>pooler</th><th>mean</th>", "The best head measured is"):
+        assert words in answer
+    assert "<details>" not in body  # no wall of collapsed rows: a few examples per pair, the rest in the CSV
+    every = pd.read_csv(tmp_path / "report_files" / "disagreements.csv")
+    shown = body[body.index('id="disagreements"'):body.index('id="pairs-section"')]
+    assert len(every) > 10 * shown.count("<tr>")  # the page shows a few, the file holds them all
+    assert set(every["task"]) <= {"sst2", "nsp"}  # McNemar-tested pairs only (SQuAD's probe heads have none)
+    assert "k-fold" in body[body.index('id="estimates"'):body.index('id="disagreements"')]
 
 
 def test_report_of_nothing_still_writes(tmp_path):
@@ -484,10 +531,11 @@ def test_references_carry_citations_and_stay_out_of_ranks_findings_and_table(ful
     assert list(v["references"].columns)[:2] == ["published model", "task"]
 
 
-def test_report_opens_with_findings_then_bands_models_and_examples(tmp_path):
+def test_report_opens_with_the_answer_then_findings_models_figures_bands_and_examples(tmp_path):
     page = report.build_html(*data.load([write(tmp_path / "r.jsonl", full_records())]))
     body = page[page.index("<body>"):]
-    order = [body.index(s) for s in ('id="findings"', 'id="bands"', 'id="models"', 'id="ablation"', 'id="disagreements"')]
+    order = [body.index(s) for s in ('id="answer"', 'id="findings"', 'id="models"', 'id="ablation"', 'id="bands"',
+                                      'id="estimates"', 'id="disagreements"')]
     assert order == sorted(order)
     assert "Holm" in body and "published numbers" in body.lower() and "Devlin et al. 2019" in body
 

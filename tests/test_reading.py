@@ -54,6 +54,16 @@ REVIEW = ("This film is a long, meandering piece about a family in a small town 
           "about the weather, the neighbours and the price of bread. ") * 6
 
 
+def test_unknown_word_pieces_are_counted_and_said_when_they_are_most_of_the_input(tok):
+    r = reading.measure(tok, "😡💩", 16)  # one word the vocabulary has no piece for: one [UNK]
+    assert (r.pieces, r.unknown, r.mostly_unknown) == (1, 1, True)
+    assert r.unknown_note().startswith("mostly unknown to this model: the one word piece it read is [UNK]")
+    pair = reading.measure(tok, ("😡 good", "💩 ☃"), 16)
+    assert (pair.pieces, pair.unknown) == (4, 3) and "3 of the 4 word pieces it read are [UNK]" in pair.unknown_note()
+    fine = reading.measure(tok, "good movie 😡", 16)
+    assert (fine.pieces, fine.unknown, fine.unknown_note()) == (3, 1, "")  # one of three: not "mostly"
+
+
 @pytest.fixture(scope="module")
 def app():
     pytest.importorskip("gradio", reason="gradio is not installed: pip install -r requirements.txt")
@@ -73,9 +83,9 @@ def test_classify_says_the_review_was_cut(app):
 
 
 def test_next_sentence_and_inside_say_what_they_read(app):
-    label, about, box = app.next_sentence("default", REVIEW, "They were fine.")
+    label, about, table, box = app.next_sentence("default", REVIEW, "They were fine.")
     assert "Cut to fit: read 128 of" in about and "of sentence A" in about and "sentence B" not in about
-    report, box = app.look_inside("default", REVIEW)
+    report, heads, chart, box = app.look_inside("default", REVIEW)
     assert "Cut to fit: read the first 128 of" in report
-    report, box = app.look_inside("default", "The cat sat on the mat.")
+    report, heads, chart, box = app.look_inside("default", "The cat sat on the mat.")
     assert "Cut to fit" not in report

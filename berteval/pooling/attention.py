@@ -16,6 +16,13 @@ import math
 import torch
 
 
+# The query's learning rate as a multiple of the run's: it starts at zero, and at a fine-tune's encoder rate
+# (1e-4, 226 steps) Adam moves each coordinate by at most ~0.02, so the fine-tuned attention pooling stayed
+# the mean on every seed (0 disagreements); at 100x it can move as far as the labels ask. The fine-tune sets it
+# (`lr_scale`, read by berteval.training's optimiser); the probe on token states keeps its own rate.
+QUERY_LR_SCALE = 100.0
+
+
 class AttentionPooling(torch.nn.Module):
     def __init__(self, hidden_size: int):
         super().__init__()

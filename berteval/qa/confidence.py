@@ -6,12 +6,14 @@ BERT. What separates a text that holds the answer from one that does not is the 
 the best span's start + end logit, and how far it stands above the `[CLS]` "null" score (start + end
 logit of position 0, the no-answer reading SQuAD 2.0 heads use; the lowest over a question's windows).
 
-`calibrate` measures both on SQuAD v1.1 dev questions asked of their own paragraph (the answer is
+`calibrate` measures both on SQuAD v1.1 questions asked of their own paragraph (the answer is
 there) and of a paragraph of another article (seeded; the answer is not), articles split in two by a
 seed: the threshold on the margin (best minus null) is chosen on one half (the one that classifies the
 most pairs right) and its precision and recall are reported on the other, with the ROC AUC of both
-scores. The result (a small JSON beside the head's record) is what the page reads; the page says
-"probably not in this text" below the threshold. Torch is used only through `inference.spans`.
+scores. The questions must be ones the head never trained on (a head that memorised its questions
+scores them too well): which ones is the caller's choice (`berteval.serve.confidence`, the command that
+writes the result as a small JSON beside the head's record, which the page reads; the page says
+"probably not in this text" below the threshold). Torch is used only through `inference.spans`.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from ..seeds import numpy_rng
-from .inference import spans
+from .inference import null_scores, spans
 
 SCHEMA = 1
 
@@ -39,6 +41,7 @@ class Calibration:
     accuracy: float
     mean_best_score: dict  # {"own": ..., "other": ...} on the report half
     seed: int
+    questions: str = ""  # where the questions come from (ones the head never trained on)
     schema: int = SCHEMA
 
     def to_json(self) -> dict:
@@ -52,11 +55,8 @@ def question_scores(model, tokenizer, questions: list[str], contexts: list[str],
     best, null = [], []
     for i in range(0, len(questions), chunk):
         found = spans(model, tokenizer, questions[i : i + chunk], contexts[i : i + chunk], settings, dtype)
-        by = found.windows.windows_of()
-        for k, nb in enumerate(found.nbest):
-            ws = by.get(k, [])
-            best.append(nb[0].score if nb else float("-inf"))
-            null.append(min(float(found.starts[w][0] + found.ends[w][0]) for w in ws) if ws else float("inf"))
+        best += [nb[0].score if nb else float("-inf") for nb in found.nbest]
+        null += null_scores(found)
     return np.asarray(best), np.asarray(null)
 
 
@@ -68,7 +68,8 @@ def verdict(calibration: dict | None, best_score: float, null_score: float) -> b
 
 
 def _pairs(dev, seed: int, per_half: int):
-    """Two halves of questions (split by article), each with its own paragraph and another article's."""
+    """Two halves of questions (split by article), each with its own paragraph and another article's.
+    `dev`: any Split of (question, context) texts with each one's article in `groups`."""
     rng = numpy_rng(seed, "split")
     titles = sorted(set(dev.groups))
     order = rng.permutation(len(titles))
@@ -91,7 +92,8 @@ def _pairs(dev, seed: int, per_half: int):
 
 
 def calibrate(qa_model, head_run_id: str, dev, settings, per_half: int = 1000, seed: int = 0,
-              dtype: str = "fp32") -> Calibration:
+              dtype: str = "fp32", source: str = "") -> Calibration:
+    """`source`: where `dev`'s questions come from, in words (recorded as `questions`)."""
     from sklearn.metrics import roc_auc_score
 
     halves = []
@@ -113,4 +115,4 @@ def calibrate(qa_model, head_run_id: str, dev, settings, per_half: int = 1000, s
         precision=round(tp / max(1.0, float(keep.sum())), 4), recall=round(tp / max(1.0, float((y_rep == 1).sum())), 4),
         accuracy=round(float((keep == (y_rep == 1)).mean()), 4),
         mean_best_score={"own": round(float(b_rep[y_rep == 1].mean()), 2), "other": round(float(b_rep[y_rep == 0].mean()), 2)},
-        seed=seed)
+        seed=seed, questions=source)

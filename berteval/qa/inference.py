@@ -32,6 +32,7 @@ class QAModel:
     model: torch.nn.Module  # *ForQuestionAnswering: returns start_logits, end_logits
     tokenizer: object
     source: str  # what the head is: "pretrained QA head of ...", "LoRA fine-tuned ...", ...
+    run_id: str | None = None  # the record behind a committed head (its calibration is filed under it)
 
 
 @dataclass
@@ -41,6 +42,7 @@ class Answer:
     start_logits: np.ndarray  # (T,) of that window
     end_logits: np.ndarray  # (T,)
     n_windows: int
+    null_score: float | None = None  # the [CLS] start + end logit, the lowest over the question's windows
 
 
 NO_QA_HEAD_ADVICE = "Use --regime finetune or --regime probe, or a SQuAD checkpoint."
@@ -56,8 +58,8 @@ def head_model(loaded: models.LoadedModel, require_pretrained: bool = False,
     head_missing = [k for k in missing if "qa_outputs" in k]
     if require_pretrained and head_missing:
         raise BertevalError(
-            f"model {loaded.model_id!r} has no trained QA head (missing {', '.join(head_missing)}): transformers "
-            f"would attach a random one. {advice}"
+            f"model {loaded.model_id!r} has no trained QA head: its checkpoint holds no weights for the layer that "
+            f"scores each token as an answer's start and end, so transformers would attach a random one. {advice}"
         )
     return model
 
@@ -128,6 +130,14 @@ def spans(model: torch.nn.Module, tokenizer, questions: list[str], contexts: lis
     return Spans(windows, nbest, starts, ends)
 
 
+def null_scores(found: Spans) -> list[float]:
+    """Per question, the `[CLS]` "no answer" score (start + end logit of position 0), the lowest over its
+    windows (inf for a question with no window): what a span's score is measured against."""
+    by = found.windows.windows_of()
+    return [min((float(found.starts[w][0] + found.ends[w][0]) for w in by.get(k, [])), default=float("inf"))
+            for k in range(len(found.nbest))]
+
+
 def spans_streamed(model: torch.nn.Module, tokenizer, questions: list[str], contexts: list[str],
                    settings: QASettings = DEFAULTS, dtype: str = "fp32", chunk: int = 256,
                    progress: bool = False, how: str | None = precision.FROZEN) -> tuple[list[list[Candidate]], int]:
@@ -163,7 +173,7 @@ def answer(qa: QAModel, question: str, context: str, settings: QASettings = DEFA
     nbest = found.nbest[0]
     w = nbest[0].window if nbest else 0
     tokens = qa.tokenizer.convert_ids_to_tokens(found.windows.features[w]["input_ids"])
-    return Answer(nbest, tokens, found.starts[w], found.ends[w], len(found.windows))
+    return Answer(nbest, tokens, found.starts[w], found.ends[w], len(found.windows), null_scores(found)[0])
 
 
 def save_adapter(model: torch.nn.Module, folder: Path, info: dict) -> None:

@@ -79,7 +79,10 @@ class PooledFinetune(CellRegime):
     def protocol(self, run, cell: Cell, train) -> dict:
         check_sizes([cell], len(train))
         steps = {"steps": step_budget(run.spec)} if cell.train_size is not None else {}
-        return {**hyperparameters(run.spec), "heldout": [probe.HELDOUT_MAX, probe.HELDOUT_FRACTION], **steps}
+        # A pooling with parameters names how fast they train (attention's query: QUERY_LR_SCALE x the lr);
+        # the records before this rule (a query that never moved) had no such entry.
+        own = {"pooling_lr_scale": _pooling_lr_scale(cell.pooling)} if pooling.POOLINGS[cell.pooling].trained else {}
+        return {**hyperparameters(run.spec), "heldout": [probe.HELDOUT_MAX, probe.HELDOUT_FRACTION], **steps, **own}
 
     def prepare(self, run, todo: list[Cell]) -> Prepared:
         from .. import features
@@ -142,6 +145,12 @@ class PooledFinetune(CellRegime):
             wall_s=wall, cleanup=lambda: training.clear_checkpoint(cfg))
 
 
+def _pooling_lr_scale(name: str) -> float:
+    from ..pooling.attention import QUERY_LR_SCALE
+
+    return QUERY_LR_SCALE if name == "attention" else 1.0
+
+
 def _setup(prep: Prepared, cell: Cell, tr_idx, ho_idx):
     """The model to train, its data, and the per-epoch selection on the held-out slice of train."""
     import copy
@@ -161,6 +170,8 @@ def _setup(prep: Prepared, cell: Cell, tr_idx, ho_idx):
                              regression=run.task.regression)
     for param in model.parameters():
         param.requires_grad = True
+    if model.pool is not None and cell.pooling == "attention":
+        model.pool.query.lr_scale = _pooling_lr_scale(cell.pooling)  # see pooling.attention.QUERY_LR_SCALE
     scores: list[float] = []
 
     def select(m, epoch: int) -> float:

@@ -17,8 +17,9 @@ from dataclasses import dataclass
 
 from .. import models
 from ..errors import BertevalError
+from ..qa import confidence as qa_confidence
 from ..qa import inference as qa_inference
-from . import inside, nsp, qa, reading, sentiment
+from . import confidence, inside, nsp, qa, quick, reading, task_heads
 
 DEFAULT_MODEL = models.DEFAULT
 # Input limits in characters. Beyond the model's max length text is truncated (or, for a
@@ -26,19 +27,23 @@ DEFAULT_MODEL = models.DEFAULT
 # work one request can cause, not what the model can read.
 LIMITS = {"sentence": 1000, "question": 500, "context": 10000, "model": 200}
 
-SentimentHead = sentiment.SentimentHead
+TaskHead = task_heads.TaskHead
+PAGE_TASKS = task_heads.PAGE_TASKS
+page_task = task_heads.page_task
 InsideReport = inside.InsideReport
 Reading = reading.Reading
 
 
-def check_text(text: str | None, field: str, required: bool = True) -> str:
-    """The stripped text, or a BertevalError saying what is wrong with it."""
+def check_text(text: str | None, field: str, required: bool = True, name: str | None = None) -> str:
+    """The stripped text, or a BertevalError saying what is wrong with it. `field` names the limit (LIMITS),
+    `name` the input in the message where the tab has two of one kind ("sentence A")."""
     text = (text or "").strip()
+    subject = f"The {field}" if name is None else name[0].upper() + name[1:]
     if required and not text:
-        raise BertevalError(f"The {field} is empty: type one or pick an example.")
+        raise BertevalError(f"{subject} is empty: type one or pick an example.")
     limit = LIMITS[field]
     if len(text) > limit:
-        raise BertevalError(f"The {field} has {len(text):,} characters; the limit is {limit:,}. Shorten it.")
+        raise BertevalError(f"{subject} has {len(text):,} characters; the limit is {limit:,}. Shorten it.")
     return text
 
 
@@ -92,30 +97,74 @@ def model_name(text: str | None) -> str:
     return public_model(text)
 
 
+def load_model(name: str) -> models.LoadedModel:
+    """`models.load`, with the refusals a visitor can get said in a visitor's words (the library's own name the
+    CLI's options: "use --model default")."""
+    shown = shown_name(name)
+    try:
+        return models.load(name)
+    except models.HubUnavailable as exc:
+        raise BertevalError(f"The model {shown} cannot be loaded here: this server cannot reach the Hugging Face "
+                            f"Hub and holds no copy of it. Pick one of the encoders in the list; they all work "
+                            f"offline.") from exc
+    except BertevalError as exc:
+        if name.startswith(models.HUB_ONLY):
+            raise BertevalError(f"The Hugging Face Hub has no model {shown} that this page can load: check the "
+                                f"spelling (owner/name), or pick one of the encoders in the list.") from exc
+        raise
+
+
 @dataclass
 class Classifier:
     model: models.LoadedModel
-    heads: dict[str, sentiment.SentimentHead]
+    heads: dict[str, task_heads.TaskHead]  # {pooling: head}; empty where the checkpoint's own head answers
+    task: str = "sst2"
+    origin: str = "committed"  # "committed" (records' heads), "quick" (a probe trained here now), "checkpoint"
+    quick: quick.QuickProbe | None = None
+    checkpoint: task_heads.CheckpointHead | None = None
 
 
-@functools.lru_cache(maxsize=4)
-def classifier(name: str = models.DEFAULT) -> Classifier:
-    loaded = models.load(name)
-    return Classifier(loaded, sentiment.committed_heads(loaded))
+@functools.lru_cache(maxsize=8)
+def classifier(name: str = models.DEFAULT, task: str = "sst2") -> Classifier:
+    """The committed heads of `task` for this model, else (SST-2) the checkpoint's own sequence-classification
+    head; task_heads.NoCommittedHeads where neither exists (`classify` then trains a quick SST-2 probe)."""
+    loaded = load_model(name)
+    try:
+        return Classifier(loaded, task_heads.committed_heads(loaded, task=task), task)
+    except task_heads.NoCommittedHeads:
+        own = task_heads.checkpoint_head(loaded) if task == quick.TASK else None
+        if own is None:
+            raise
+        return Classifier(loaded, {}, task, "checkpoint", checkpoint=own)
 
 
-def classify(name: str, text: str, poolings, dtype: str = "fp32") -> tuple[Classifier, dict[str, float], reading.Reading]:
-    """P(positive) of one sentence under each committed head reading one of `poolings` (one forward pass, on the
-    model's fp32 weights or a bf16 copy of them), and how much of the sentence that pass read."""
-    clf = classifier(name)
+def classify(name: str, text, poolings, dtype: str = "fp32", task: str = "sst2",
+             progress: quick.Progress | None = None) -> tuple[Classifier, dict[str, float], reading.Reading]:
+    """One sentence (or an (A, B) pair) under each head of `task` reading one of `poolings`, from one forward pass
+    (on the model's fp32 weights or a bf16 copy of them): {pooling: P(class 1)}, or {pooling: score} for STS-B;
+    where the checkpoint's own head answers, {its label: P}. And how much of the input that pass read. A model
+    with no SST-2 head at all gets a quick probe, trained now (`progress` hears how far it got) and kept."""
+    try:
+        clf = classifier(name, task)
+    except task_heads.NoCommittedHeads:
+        loaded = load_model(name)
+        if task != quick.TASK:
+            raise
+        found = quick.cached(loaded) or quick.train(loaded, progress)
+        clf = Classifier(loaded, found.heads, task, "quick", quick=found)
+    if clf.checkpoint is not None:
+        read = reading.measure(clf.model.tokenizer, text, 128)
+        return clf, task_heads.checkpoint_probabilities(clf.model, clf.checkpoint, text), read
     heads = {p: clf.heads[p] for p in poolings if p in clf.heads}
-    read = reading.measure(clf.model.tokenizer, text, sentiment.max_length(heads or clf.heads))
-    return clf, sentiment.p_positive(clf.model, heads, text, dtype), read
+    read = reading.measure(clf.model.tokenizer, text, task_heads.max_length(heads or clf.heads))
+    return clf, task_heads.outputs(clf.model, heads, text, dtype), read
 
 
 @functools.lru_cache(maxsize=4)
 def qa_model(name: str = models.DEFAULT) -> qa_inference.QAModel:
     """The default model's best committed LoRA adapter; another checkpoint's own trained QA head."""
+    if name != models.DEFAULT:
+        load_model(name)
     return qa.demo_model(name)
 
 
@@ -125,8 +174,33 @@ def answer(name: str, question: str, context: str,
     return model, qa_inference.answer(model, question, context, dtype=dtype)
 
 
-@functools.lru_cache(maxsize=4)
+@dataclass
+class Confidence:
+    """Is the answer in this text at all: the best span's score against the [CLS] no-answer score, and the
+    served head's calibrated threshold on their difference (None: this head was not calibrated here)."""
+
+    best: float  # the best span's start + end logit
+    null: float  # the [CLS] start + end logit (the lowest over the windows)
+    calibration: dict | None
+
+    @property
+    def margin(self) -> float:
+        return self.best - self.null
+
+    @property
+    def in_text(self) -> bool | None:
+        return qa_confidence.verdict(self.calibration, self.best, self.null)
+
+
+def confidence_of(model: qa_inference.QAModel, ans: qa_inference.Answer) -> Confidence | None:
+    if not ans.nbest or ans.null_score is None:
+        return None
+    return Confidence(float(ans.nbest[0].score), float(ans.null_score), confidence.load(model.run_id))
+
+
+@functools.lru_cache(maxsize=8)
 def nsp_head(name: str = models.DEFAULT) -> nsp.DemoHead:
+    load_model(name)
     return nsp.load_demo_head(name)
 
 
@@ -135,14 +209,47 @@ def next_sentence(name: str, a: str, b: str) -> tuple[nsp.DemoHead, nsp.NSPPredi
     return head, head.predict(a, b)
 
 
+@dataclass
+class NSPAnswer:
+    """One encoder's answer to a pair, for the side-by-side view: its head and prediction, or why it has none."""
+
+    name: str  # as the Encoder box names it
+    head: nsp.DemoHead | None
+    prediction: nsp.NSPPrediction | None
+    missing: str = ""
+
+
+def next_sentence_everywhere(name: str, a: str, b: str) -> list[NSPAnswer]:
+    """The chosen encoder's answer first, then every offline encoder's, for the same pair."""
+    out = []
+    for n in dict.fromkeys([name, *offline_models()]):
+        try:
+            head = nsp_head(n)
+            out.append(NSPAnswer(shown_name(n), head, head.predict(a, b)))
+        except BertevalError as exc:
+            out.append(NSPAnswer(shown_name(n), None, None, str(exc)))
+    return out
+
+
+@functools.lru_cache(maxsize=4)
+def mlm_model(name: str):
+    """The checkpoint's masked-LM model, or why it has none (a string)."""
+    return inside.mlm_model(name, load_model(name))
+
+
 def look_inside(name: str, text: str) -> inside.InsideReport:
-    return inside.look_inside(models.load(name), text)
+    loaded = load_model(name)
+    try:
+        qa_head = qa_model(name)
+    except BertevalError as exc:
+        qa_head = str(exc)
+    return inside.look_inside(loaded, text, qa=qa_head, mlm=mlm_model(name))
 
 
 def warm(name: str = models.DEFAULT) -> list[str]:
     """Load everything the page uses for `name` before the first request; what could not be loaded, in words."""
     problems = []
-    for what, load in (("encoder", models.load), ("SST-2 heads", classifier), ("QA model", qa_model),
+    for what, load in (("encoder", load_model), ("SST-2 heads", classifier), ("QA model", qa_model),
                        ("NSP head", nsp_head)):
         try:
             load(name)

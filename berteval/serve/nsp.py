@@ -43,33 +43,63 @@ class DemoHead:
     weight: np.ndarray | None = None  # (1, W): logit of class 1 = NotNext
     bias: np.ndarray | None = None  # (1,)
     max_length: int = PAIR_MAX_LENGTH
-    run_id: str | None = None  # the record the probe head comes from
-    dev_accuracy: float | None = None  # that pooling/layer's mean accuracy across seeds
+    run_id: str | None = None  # the record behind the head's dev accuracy (a probe: the record its head comes from)
+    dev_accuracy: float | None = None  # on the NSP dev pairs: a probe's setup, mean over seeds; a pretrained head's
+    n_eval: int | None = None  # dev pairs behind dev_accuracy
+
+    @property
+    def reads(self) -> str:
+        """Which vector the head reads, in words."""
+        if self.weight is None:
+            return "`pooler_output` (tanh(W·h_[CLS] + b)), through the checkpoint's own pretrained NSP head, Linear(H, 2)"
+        layer = "last layer" if self.layer == -1 else f"hidden state {self.layer}"
+        return f"`{self.pooling}` ({layer}), through a logistic-regression probe trained on NSP pairs"
+
+    @property
+    def reads_briefly(self) -> str:
+        """`reads`, short enough for a table cell."""
+        if self.weight is None:
+            return "`pooler_output`, through its own pretrained NSP head"
+        layer = "" if self.layer == -1 else f" (hidden state {self.layer})"
+        return f"`{self.pooling}`{layer}, through a probe trained on NSP pairs"
 
     def predict(self, a: str, b: str) -> NSPPrediction:
         return predict_is_next(self, a, b)
 
 
+def pretrained_record(store: Store, loaded: models.LoadedModel):
+    """The committed record that scored this revision's own NSP head on the dev pairs (None: not scored)."""
+    task = get("nsp")
+    found = [r for r in store.read(task.name)[0]
+             if r.model == loaded.model_id and r.model_revision == loaded.revision and r.task_version == task.version
+             and r.regime == "pretrained"]
+    return max(found, key=lambda r: (r.n_eval, r.main_value, r.run_id)) if found else None
+
+
+def no_head_message(model_id: str) -> str:
+    return (f"{model_id} has no trained next-sentence head (transformers would attach a random one), and no NSP "
+            f"probe is committed for it yet, so nothing here can answer for it.")
+
+
 def load_demo_head(model: str = models.DEFAULT, store: Store | None = None) -> DemoHead:
     """The checkpoint's pretrained NSP head where it has one, else the best committed probe head."""
     loaded = models.load(model)
-    if loaded.nsp_model is not None:
-        return DemoHead(loaded, PRETRAINED_SOURCE)
     store = store or Store()
+    if loaded.nsp_model is not None:
+        rec = pretrained_record(store, loaded)
+        return DemoHead(loaded, PRETRAINED_SOURCE, run_id=rec.run_id if rec else None,
+                        dev_accuracy=rec.main_value if rec else None, n_eval=rec.n_eval if rec else None)
     task = get("nsp")
     found = store.best(task.name, model_id=loaded.model_id, revision=loaded.revision, version=task.version,
                        regime="probe", artifact="head_file")
     if found is None:
-        raise BertevalError(
-            f"model {loaded.model_id!r} has no pretrained NSP head and {store.records_path(task.name)} holds no probe "
-            f"head for it. Train one: python -m berteval run --task nsp --model ... --data-dir ../shared/data "
-            f"--out {store.root}"
-        )
+        raise BertevalError(no_head_message(loaded.model_id))
     rec, head = found.record, np.load(found.path)
     return DemoHead(
         loaded, f"trained probe on {rec.pooling}, not BERT's pre-training head",
         pooling=rec.pooling, layer=rec.layer, weight=head["weight"], bias=head["bias"],
         max_length=int(rec.config.get("max_length") or PAIR_MAX_LENGTH), run_id=rec.run_id, dev_accuracy=found.mean,
+        n_eval=rec.n_eval,
     )
 
 

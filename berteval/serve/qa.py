@@ -97,4 +97,5 @@ def demo_model(name: str = models.DEFAULT, store: Store | None = None) -> QAMode
         raise BertevalError(f"no committed SQuAD adapter for {models.identify(name).model_id} under {store.root}; "
                             f"run: python -m berteval run --task squad --regime finetune --seeds 0 --data-dir "
                             f"../shared/data")
-    return dataclasses.replace(load_adapter(store.inside(rec.config["adapter_dir"])), source=head_text(rec))
+    return dataclasses.replace(load_adapter(store.inside(rec.config["adapter_dir"])), source=head_text(rec),
+                               run_id=rec.run_id)

@@ -2,7 +2,10 @@
 
 Mean and 95% interval across seeds (diamonds with whiskers), each seed beside it (open circles), and
 each head's rank band (`leaderboard.bands`) written beside it. Regimes are the outer label of a
-two-level axis, in the regime registry's order; poolings in the pooling registry's.
+two-level axis, in the regime registry's order; poolings in the pooling registry's. Each model, task
+and regime shows its main setup only (the largest training set, data.main_setups: what the bands
+rank): the smaller training sets of a learning curve are the learning-curve figure's, and a label
+per setup ("cls (data 93823cd2b591 · train 3,600 · dtype fp32)") ran into the next panel.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import plotly.graph_objects as go
 
 from .. import bands, data
 from ..labels import reading_order, regime_order
-from .base import fails_soft, hover, legend_key, panels, prepared, y_range
+from .base import fails_soft, hover, legend_key, panel_title, panels, prepared, y_range
 from .style import LEGEND_TOP, colour, fmt, metric_scale, metric_title
 
 
@@ -23,9 +26,11 @@ def pooling_ablation(df: pd.DataFrame, band_frame: pd.DataFrame | None = None) -
     """Per task and model: the main metric per pooling and regime at the last layer, 95% CI across seeds;
     each head's rank band (bands.py; from `band_frame`, default computed from `df`) written beside it."""
     title = ("Pooling ablation: main metric per pooling (last layer), mean and 95% CI across seeds<br>"
-             "<sup>b1, b2, ...: rank band (heads in one band are not separated by the paired tests, Holm-corrected)</sup>")
+             "<sup>b1, b2, ...: rank band (heads in one band are not separated by the paired tests, Holm-corrected); "
+             "each model's largest training set (smaller ones: the learning curves)</sup>")
     full = df
-    df, agg, msg = prepared(df, title, lambda d: d["layer"] == -1,
+    main = data.main_setups(df) if isinstance(df, pd.DataFrame) and not df.empty and "n_train" in df else df
+    df, agg, msg = prepared(main, title, lambda d: d["layer"] == -1,
                             "no last-layer records (layer -1): the per-layer figure shows the others")
     if msg:
         return msg
@@ -36,7 +41,7 @@ def pooling_ablation(df: pd.DataFrame, band_frame: pd.DataFrame | None = None) -
     else:
         agg = agg.assign(band=math.nan)
     keys = reading_order(agg.groupby(["task", "model"]).groups, ("task", "model"))
-    fig = panels([f"{task} · {model}" for task, model in keys])
+    fig = panels([panel_title(task, model) for task, model in keys])
     for i, (task, model) in enumerate(keys, start=1):
         panel = agg[(agg["task"] == task) & (agg["model"] == model)]
         seeds = df[(df["task"] == task) & (df["model"] == model)]

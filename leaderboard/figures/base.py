@@ -17,7 +17,10 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from berteval.record_lookup import short_name
+
 from .. import data
+from ..labels import regime_name, task_name
 from .style import FONT, GAP_PX, PANEL_PX, fmt
 
 
@@ -76,6 +79,12 @@ def prepared(df, title: str, keep, nothing: str):
         return None, None, message(title, nothing)
     agg["setup"] = data.setup_labels(agg)
     return df, agg, None
+
+
+def panel_title(task: str, model: str | None = None, regime: str | None = None) -> str:
+    """A panel's title in words: "SST-2 · all-MiniLM-L6-v2 · frozen probe" (not "sst2 · sentence-transformers/...")."""
+    parts = [task_name(task)] + ([short_name(model)] if model else []) + ([regime_name(regime)] if regime else [])
+    return " · ".join(parts)
 
 
 def panels(titles: list[str], panel_px: int | list[int] = PANEL_PX) -> go.Figure:

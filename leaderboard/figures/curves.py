@@ -24,7 +24,7 @@ from berteval.stats import summarise
 
 from .. import data
 from ..labels import reading_order, regime_rank
-from .base import fails_soft, message, panels, usable
+from .base import fails_soft, message, panel_title, panels, usable
 from .style import LEGEND_TOP, colour, fmt, metric_scale, metric_title
 
 DASH = {"probe": "solid", "finetune": "dash"}  # other regimes: dotted
@@ -88,7 +88,7 @@ def learning_curves(df: pd.DataFrame) -> go.Figure:
         return message(title, "no learning-curve records: a pooling needs records at two or more training sizes "
                               "(`python -m berteval run ... --train-sizes 32,128,512,full`)")
     keys = reading_order(agg.groupby(["task", "model"]).groups, ("task", "model"))
-    fig, shown = panels([f"{task} · {model}" for task, model in keys], 420), set()
+    fig, shown = panels([panel_title(task, model) for task, model in keys], 420), set()
     dtypes = agg["dtype"].value_counts()
     for i, (task, model) in enumerate(keys, start=1):
         panel = agg[(agg["task"] == task) & (agg["model"] == model)]
@@ -123,7 +123,7 @@ def every_layer(df: pd.DataFrame) -> go.Figure:
         return message(title, "no layer records: a pooling needs records at two or more layers "
                               "(`python -m berteval run ... --layers 0,1,2,3,4,5,6`)")
     keys = reading_order(agg.groupby(["task", "model", "regime"]).groups)
-    fig, shown = panels([f"{task} · {model} · {regime}" for task, model, regime in keys], 420), set()
+    fig, shown = panels([panel_title(task, model, regime) for task, model, regime in keys], 420), set()
     for i, (task, model, regime) in enumerate(keys, start=1):
         panel = agg[(agg["task"] == task) & (agg["model"] == model) & (agg["regime"] == regime)]
         scale = metric_scale(panel["mean"])
@@ -175,7 +175,7 @@ def span_vector(df: pd.DataFrame) -> go.Figure:
         return message(title, "no one-vector span records beside a per-token one: "
                               "`python -m berteval run --task squad --regime probe --pooling cls,pooler,mean`")
     keys = reading_order(heads.groupby(["task", "model"]).groups, ("task", "model"))
-    fig = panels([f"{task} · {model} · probe" for task, model in keys], 360)
+    fig = panels([panel_title(task, model, "probe") for task, model in keys], 360)
     for i, (task, model) in enumerate(keys, start=1):
         panel = heads[(heads["task"] == task) & (heads["model"] == model)]
         order = [SPAN] + data.pooling_order(p for p in panel["pooling"] if p != SPAN)

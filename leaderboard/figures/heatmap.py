@@ -10,8 +10,10 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 
+from berteval.record_lookup import short_name
+
 from .. import data
-from ..labels import metric_name, reading_order
+from ..labels import metric_name, reading_order, regime_name, task_name
 from .base import fails_soft, panels, prepared
 from .style import fmt, metric_scale
 
@@ -26,7 +28,7 @@ def task_pooling_heatmap(df: pd.DataFrame) -> go.Figure:
     models = sorted(agg["model"].unique())
     # Each model's panel is as tall as its task rows, so a model with one row is one strip, not a wall.
     n_rows = [len(agg[agg["model"] == m][["task", "regime"]].drop_duplicates()) for m in models]
-    fig = panels(models, panel_px=[75 * k for k in n_rows])
+    fig = panels([short_name(m) for m in models], panel_px=[75 * k for k in n_rows])
     for i, model in enumerate(models, start=1):
         m = agg[agg["model"] == model]
         # A cell averages seeds of one setup; when setups differ, the most-seeded one speaks.
@@ -52,7 +54,7 @@ def task_pooling_heatmap(df: pd.DataFrame) -> go.Figure:
                           + ("<br>the only pooling measured here: no rank" if hi == lo else ""))
             z.append(zr), text.append(tr), hover.append(hr)
         metric = dict(zip(m["task"], m["main_metric"]))
-        ylabels = [f"{task} · {regime}<br>({metric_name(metric[task])})" for task, regime in rows]
+        ylabels = [f"{task_name(task)} · {regime_name(regime)}<br>({metric_name(metric[task])})" for task, regime in rows]
         fig.add_trace(go.Heatmap(
             z=z, x=cols, y=ylabels, text=text, texttemplate="%{text}", textfont=dict(size=13),
             hovertext=hover, hoverinfo="text", coloraxis="coloraxis", xgap=3, ygap=3,

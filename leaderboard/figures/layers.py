@@ -6,7 +6,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ..labels import reading_order
-from .base import fails_soft, hover, message, panels, prepared, y_range
+from .base import fails_soft, hover, message, panel_title, panels, prepared, y_range
 from .style import LEGEND_TOP, colour, metric_scale, metric_title
 
 LAYER_POOLINGS = ["cls", "mean"]  # the poolings the per-layer ablation runs
@@ -31,7 +31,7 @@ def layer_curves(df: pd.DataFrame) -> go.Figure:
         return message(title, "no layer records: cls or mean need records at two or more layers "
                               "(e.g. `python -m berteval run ... --layers -1,5,3`)")
     keys = reading_order(agg.groupby(["task", "model", "regime"]).groups)
-    fig = panels([f"{task} · {model} · {regime}" for task, model, regime in keys])
+    fig = panels([panel_title(task, model, regime) for task, model, regime in keys])
     shown = set()
     for i, (task, model, regime) in enumerate(keys, start=1):
         panel = agg[(agg["task"] == task) & (agg["model"] == model) & (agg["regime"] == regime)]

@@ -23,8 +23,9 @@ MAX_TICK_LABELS = 60  # beyond this many tokens the axis shows positions; hover 
 
 @fails_soft(TITLE)
 def start_end_logits(tokens: list[str], start_logits, end_logits, start_token: int | None = None,
-                     end_token: int | None = None, sep_token: str = "[SEP]") -> go.Figure:
-    """tokens: the window's tokens; start_logits, end_logits: (T,) each; the answer's token span, if any."""
+                     end_token: int | None = None, sep_token: str | None = "[SEP]", title: str = TITLE) -> go.Figure:
+    """tokens: the window's tokens; start_logits, end_logits: (T,) each; the answer's token span, if any.
+    sep_token None: the input is one text (Inside BERT), nothing is shaded as the question."""
     s = np.asarray(start_logits, dtype=float)  # (T,)
     e = np.asarray(end_logits, dtype=float)  # (T,)
     n = min(len(tokens), len(s), len(e))
@@ -36,7 +37,7 @@ def start_end_logits(tokens: list[str], start_logits, end_logits, start_token: i
     # through add_vrect / add_trace / update_layout (and the plotly_white template) it took 20 ms of a
     # request, the spec takes 2 ms.
     shapes, notes = [], []
-    if sep_token in tokens:  # [CLS] question [SEP] context [SEP]: the question cannot hold the answer
+    if sep_token is not None and sep_token in tokens:  # [CLS] question [SEP] context [SEP]: no answer in the question
         q_end = tokens.index(sep_token)
         shapes.append(dict(type="rect", xref="x", yref="paper", x0=-0.5, x1=q_end + 0.5, y0=0, y1=1, layer="below",
                            fillcolor="#999", opacity=0.12, line=dict(width=0)))
@@ -53,13 +54,18 @@ def start_end_logits(tokens: list[str], start_logits, end_logits, start_token: i
         if idx is not None and 0 <= idx < n:
             data.append(dict(type="scatter", x=[idx], y=[float(values[idx])], mode="markers+text",
                              name=label or "answer end", text=[f"{label}: {tokens[idx]}" if label else ""],
-                             textposition=position, hoverinfo="skip", showlegend=False,
+                             textposition=position, hoverinfo="skip", showlegend=False, cliponaxis=False,
                              marker=dict(size=13, color=colour, symbol="star", line=dict(width=1, color="#fff"))))
     xaxis = dict(WHITE["xaxis"], title=dict(text="token position in the window"), zeroline=False)
     if n <= MAX_TICK_LABELS:
         xaxis.update(tickmode="array", tickvals=x, ticktext=tokens, tickangle=-60, title=None)
-    layout = dict(WHITE, title=dict(WHITE["title"], text=TITLE), height=380, xaxis=xaxis,
-                  yaxis=dict(WHITE["yaxis"], title=dict(text="logit")), hovermode="closest", shapes=shapes,
-                  annotations=notes, margin=dict(t=70, b=60, l=60, r=20),
+    # Headroom above the highest logit: the answer's star sits there with its label written above it, which a
+    # range ending at the highest point clipped ("answer start and end: ..." cut off at the top).
+    low, high = float(min(s.min(), e.min())), float(max(s.max(), e.max()))
+    pad = max(high - low, 1.0)
+    yaxis = dict(WHITE["yaxis"], title=dict(text="logit"), range=[low - 0.08 * pad, high + 0.22 * pad])
+    layout = dict(WHITE, title=dict(WHITE["title"], text=title), height=400, xaxis=xaxis,
+                  yaxis=yaxis, hovermode="closest", shapes=shapes,
+                  annotations=notes, margin=dict(t=90, b=60, l=60, r=20),
                   legend=dict(orientation="h", y=1.02, yanchor="bottom", x=1, xanchor="right"))
     return go.Figure(dict(data=data, layout=layout))

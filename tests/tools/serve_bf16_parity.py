@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # berteval from th
 from berteval import serve  # noqa: E402
 from berteval.config import data_dir  # noqa: E402
 from berteval.qa import inference  # noqa: E402
-from berteval.serve import sentiment  # noqa: E402
+from berteval.serve import task_heads  # noqa: E402
 from berteval.tasks import get  # noqa: E402
 
 
@@ -45,7 +45,7 @@ def main() -> None:
     clf = serve.classifier("default")
     heads, texts = clf.heads, get("sst2").load(d).eval.texts
 
-    fp32, bf16 = ([sentiment.p_positive(clf.model, heads, t, dt) for t in texts] for dt in ("fp32", "bf16"))
+    fp32, bf16 = ([task_heads.p_positive(clf.model, heads, t, dt) for t in texts] for dt in ("fp32", "bf16"))
     for name in heads:
         a, b = np.array([p[name] for p in fp32]), np.array([p[name] for p in bf16])
         print(f"classify {name}: {int(((a >= .5) != (b >= .5)).sum())} of {len(a)} verdicts differ, "

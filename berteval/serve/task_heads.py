@@ -1,0 +1,192 @@
+"""The app's classifiers: the committed probe heads of SST-2 and the GLUE pair tasks, one per pooling, run live.
+
+A visitor picks a task (SST-2 sentiment, MRPC paraphrase, RTE entailment, STS-B similarity), types a
+sentence or a pair, and sees what a head reading `cls`, `pooler` or `mean` makes of it. The heads
+are not retrained here: each is the affine map a `berteval run --task <task>` probe saved (the logit
+of class 1 on the raw pooled vector; for STS-B, the ridge regression's score), chosen by the store's
+one rule for committed artifacts (last layer, the setup trained on the most examples, its best seed),
+so the page shows exactly the heads whose dev figures the leaderboard reports. A pair is read as
+BERT reads one, `[CLS] A [SEP] B [SEP]`. One forward pass feeds every head.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import features, models
+from ..errors import BertevalError
+from ..metrics import METRICS
+from ..pooling import POOLINGS
+from ..store import Store
+from ..tasks import get
+from ..tasks.base import REGRESSION_KINDS, SENTENCE
+
+
+@dataclass(frozen=True)
+class PageTask:
+    """A task as the Classify tab offers it."""
+
+    name: str  # the berteval task
+    title: str  # what the task picker shows
+    question: str  # what the head answers, in words
+    labels: tuple[str, ...]  # shown names in label-id order (class 1 is what the head's logit is for); () = a score
+    score_range: tuple[float, float] | None = None  # a regression's scale
+
+    @property
+    def label(self) -> str:
+        """The task's own short name ("SST-2", "STS-B")."""
+        return get(self.name).label
+
+    @property
+    def pair(self) -> bool:
+        return get(self.name).kind != SENTENCE
+
+    @property
+    def regression(self) -> bool:
+        return get(self.name).kind in REGRESSION_KINDS
+
+
+# The tasks the Classify tab offers, in its order.
+PAGE_TASKS: dict[str, PageTask] = {t.name: t for t in (
+    PageTask("sst2", "SST-2 sentiment", "is the sentence positive or negative?", ("negative", "positive")),
+    PageTask("mrpc", "MRPC paraphrase", "does B say what A says?", ("not a paraphrase", "paraphrase")),
+    PageTask("rte", "RTE entailment", "does A entail B?", ("entailment", "not entailment")),
+    PageTask("stsb", "STS-B similarity", "how similar are A and B, from 0 (unrelated) to 5 (the same meaning)?",
+             (), (0.0, 5.0)),
+)}
+
+
+def page_task(name: str) -> PageTask:
+    try:
+        return PAGE_TASKS[name]
+    except KeyError:
+        raise BertevalError(f"Classify offers {', '.join(t.title for t in PAGE_TASKS.values())}; "
+                            f"{name!r} is none of them.") from None
+
+
+@dataclass
+class TaskHead:
+    """One affine head on one pooled vector: committed by a run, or a quick probe trained here on demand."""
+
+    task: str
+    pooling: str
+    weight: np.ndarray  # (1, width): logit of class 1, or the score of a regression
+    bias: np.ndarray  # (1,)
+    metrics: dict  # its dev figures, {metric: value}
+    main_metric: str
+    mean_main: float  # the main metric's mean over the seeds of the same setup
+    n_seeds: int
+    n_train: int
+    max_length: int
+    seed: int = 0
+    run_id: str | None = None  # the committed record behind it; None for a quick probe
+    n_eval: int = 0
+
+    @property
+    def dev_value(self) -> float:
+        return float(self.metrics[self.main_metric])
+
+    def figures(self) -> str:
+        """Its dev figures in words: "accuracy 0.8200" or "Pearson x100 81.2, Spearman x100 80.9"."""
+        return ", ".join(f"{METRICS[m].label} {_number(v)}" for m, v in self.metrics.items() if m in METRICS)
+
+
+def _number(value: float) -> str:
+    return f"{value:.4f}" if abs(value) <= 1.0 else f"{value:.1f}"
+
+
+class NoCommittedHeads(BertevalError):
+    """No committed probe head of this task for this model revision."""
+
+
+def no_heads_message(model_id: str, task: str) -> str:
+    t = get(task)
+    return (f"No committed {t.label} probe head for {model_id} yet: its records have not been run and committed. "
+            f"Pick another task, or an encoder the leaderboard has {t.label} records for.")
+
+
+def committed_heads(model: models.LoadedModel, store: Store | None = None, task: str = "sst2") -> dict[str, TaskHead]:
+    """{pooling: head} for this exact model revision and task, in pooling-registry order (a BertevalError
+    in the page's words when there is none)."""
+    store = store or Store()
+    spec = get(task)
+    heads = {}
+    for name in POOLINGS:
+        found = store.best(task, model_id=model.model_id, revision=model.revision, version=spec.version,
+                           regime="probe", artifact="head_file", pooling=name, layer=-1)
+        if found is None:
+            continue
+        rec, head = found.record, np.load(found.path)
+        if head["weight"].shape[0] != 1:  # every page task is binary or a score; another head is not shown
+            continue
+        heads[name] = TaskHead(
+            task=task, pooling=name, weight=head["weight"], bias=head["bias"], metrics=dict(rec.metrics),
+            main_metric=rec.main_metric, mean_main=found.mean, n_seeds=found.n_seeds, n_train=rec.n_train,
+            max_length=int(rec.config.get("max_length") or 128), seed=rec.seed, run_id=rec.run_id, n_eval=rec.n_eval)
+    if not heads:
+        raise NoCommittedHeads(no_heads_message(model.model_id, task))
+    return heads
+
+
+def max_length(heads: dict[str, TaskHead]) -> int:
+    """The tokens one forward pass reads for all the heads: the longest any of them was trained with."""
+    return max(h.max_length for h in heads.values())
+
+
+def outputs(model: models.LoadedModel, heads: dict[str, TaskHead], text, dtype: str = "fp32") -> dict[str, float]:
+    """{pooling: P(class 1)} (or the score, for a regression) for one sentence or pair under every head, from one
+    forward pass (the page: fp32)."""
+    if not heads:
+        return {}
+    vecs = features.encode(model, [text], data_sha256="live", poolings=list(heads), layers=[-1],
+                           max_length=max_length(heads), use_cache=False, progress=False, dtype=dtype).vectors
+    out = {}
+    for name, head in heads.items():
+        value = float((vecs[(name, -1)] @ head.weight.T + head.bias)[0, 0])  # (1, W) @ (W, 1)
+        out[name] = value if get(head.task).kind in REGRESSION_KINDS else float(1.0 / (1.0 + np.exp(-value)))
+    return out
+
+
+def p_positive(model: models.LoadedModel, heads: dict[str, TaskHead], text: str, dtype: str = "fp32") -> dict[str, float]:
+    """SST-2's heads: {pooling: P(positive)} for one sentence."""
+    return outputs(model, heads, text, dtype)
+
+
+@dataclass
+class CheckpointHead:
+    """A checkpoint's own sequence-classification head (e.g. a hub model fine-tuned on SST-2), as it ships."""
+
+    model: object  # *ForSequenceClassification
+    labels: list[str]  # its id2label, in id order
+    reads: str = "its own pooled vector (as the checkpoint was fine-tuned)"
+
+
+def checkpoint_head(loaded: models.LoadedModel) -> CheckpointHead | None:
+    """The checkpoint's own trained sequence-classification head, or None (no such head, or one transformers
+    would initialise at random)."""
+    archs = getattr(loaded.encoder.config, "architectures", None) or []
+    if not any(a.endswith("ForSequenceClassification") for a in archs) or loaded.derived_from is not None:
+        return None
+    from transformers import AutoModelForSequenceClassification
+
+    model, missing = models.load_with_head(loaded, AutoModelForSequenceClassification)
+    if any(not k.startswith(model.base_model_prefix + ".") for k in missing):  # the head itself is missing
+        return None
+    id2label = getattr(model.config, "id2label", None) or {}
+    labels = [str(id2label.get(i, f"label {i}")) for i in range(int(model.config.num_labels))]
+    return CheckpointHead(model.eval(), labels)
+
+
+def checkpoint_probabilities(loaded: models.LoadedModel, head: CheckpointHead, text) -> dict[str, float]:
+    import torch
+
+    from .. import devices
+
+    pair = text if isinstance(text, tuple) else (text,)
+    enc = devices.to(dict(loaded.tokenizer(*pair, truncation=True, max_length=128, return_tensors="pt")))
+    with torch.inference_mode():
+        logits = head.model(**enc).logits[0].float()  # (C,)
+    p = torch.softmax(logits, dim=-1).cpu().numpy()
+    return {label: float(p[i]) for i, label in enumerate(head.labels)}
