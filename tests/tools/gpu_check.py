@@ -14,7 +14,9 @@ What it measures, on the device it is given (`--device`, default cuda) against t
 2. throughput: sentences per second of berteval's encoder path against transformers'
    `pipeline("feature-extraction", device=0)` on the same sentences, fp32 and bf16, one run;
 3. pre-training: the twins' step (`berteval.derive.pretrain`) on the carried sequences for `--pretrain-steps`,
-   tokens per second and the loss curve (a GPU run of the recipe needs the full prepared set: this times it).
+   tokens per second and the loss curve; with `--twin-seconds S`, both twins trained S seconds each on the
+   carried sequences (cycled: 120,000 sequences = 15 M tokens fit the 64 MiB), saved under --out as
+   standard checkpoint folders (tokenizer included) to bring back.
 Writes `gpu_check.json` (and prints it). Each part is skipped, with the reason in the file, when what it needs
 is missing; the whole run stops at `--budget-s` (default 540 s).
 """
@@ -34,7 +36,7 @@ SENTENCES = [f"The {a} film was {b}, and its {c} felt {d}." for a in ("new", "ol
              for b in ("good", "dull", "moving", "slow") for c in ("plot", "score", "cast") for d in ("thin", "rich")]
 
 
-def prepare(folder: Path, sequences: int) -> None:
+def prepare(folder: Path, sequences: int, with_model: bool = True) -> None:
     """Here, where the default model and the prepared pre-training examples are: what the GPU machine needs."""
     import numpy as np
     import torch
@@ -46,9 +48,10 @@ def prepare(folder: Path, sequences: int) -> None:
     loaded = models.load("default")
     from transformers import AutoModel
 
-    model = AutoModel.from_pretrained(str(models.default_model_path())).to(torch.bfloat16)
-    model.save_pretrained(str(folder / "default-bf16"), max_shard_size="9MB")
-    loaded.tokenizer.save_pretrained(str(folder / "default-bf16"))
+    if with_model:
+        model = AutoModel.from_pretrained(str(models.default_model_path())).to(torch.bfloat16)
+        model.save_pretrained(str(folder / "default-bf16"), max_shard_size="9MB")
+        loaded.tokenizer.save_pretrained(str(folder / "default-bf16"))
     from berteval import config
 
     caches = sorted((config.cache_dir() / "pretrain").glob("*/manifest.json"))
@@ -57,6 +60,9 @@ def prepare(folder: Path, sequences: int) -> None:
         seqs = pretrain_data._load(src, "train128").take(np.arange(sequences))
         with open(folder / "pretrain128.npz", "wb") as fh:
             np.savez(fh, **{k: getattr(seqs, k) for k in pretrain_data.ARRAYS})
+        import shutil
+
+        shutil.copytree(src / "tokenizer", folder / "tokenizer", dirs_exist_ok=True)
         print(f"prepared {folder}: default-bf16/ and {sequences:,} sequences from {src.name}")
     else:
         print(f"prepared {folder}: default-bf16/ (no prepared pre-training examples here: part 3 will be skipped)")
@@ -126,6 +132,55 @@ def _throughput(model_dir: Path, device, log, repeats: int = 3) -> dict:
     return res
 
 
+def _twins(path: Path, tokenizer_dir: Path, device, seconds: float, out: Path, log) -> dict:
+    """Both twins on the carried sequences, the same examples in the same order from the same initialisation,
+    `seconds` each (batch 256 x 128 tokens, the carried set cycled), saved as standard checkpoint folders."""
+    import numpy as np
+    import torch
+
+    from berteval import devices
+    from berteval.derive import pretrain, pretrain_data
+
+    devices.use(str(device))
+    with np.load(path) as z:
+        seqs = pretrain_data.Sequences(*(z[k] for k in pretrain_data.ARRAYS))
+    hyper = {"hidden_size": 256, "layers": 4, "heads": 4, "intermediate_size": 1024, "lr": 1e-3, "warmup_steps": 500,
+             "beta1": 0.9, "beta2": 0.98, "weight_decay": 0.01, "max_grad_norm": 1.0}
+    batch, res = 256, {}
+    for name, nsp in (("wiki-bert-mini", True), ("wiki-bert-mini-nonsp", False)):
+        model = pretrain.build_model(hyper, 8192, 0).to(device)
+        total = 100_000  # the schedule's length; the run stops at `seconds`
+        params, opt, sched = pretrain._optimiser(model, hyper, total, nsp)
+        obj = pretrain.Objective(model, nsp)
+        torch.manual_seed(0)
+        order = np.random.default_rng(0).permutation(len(seqs))
+        curve, tokens, step, t0 = [], 0, 0, time.perf_counter()
+        while time.perf_counter() - t0 < seconds:
+            idx = order[(np.arange(batch) + step * batch) % len(order)]
+            b = pretrain.batch_tensors(seqs, idx, device)
+            with pretrain._autocast(device, "bf16"):
+                o = obj(**b)
+            o["loss"].backward()
+            torch.nn.utils.clip_grad_norm_(params, 1.0)
+            opt.step()
+            sched.step()
+            opt.zero_grad(set_to_none=True)
+            tokens += int(b["attention_mask"].sum())
+            step += 1
+            if step % 200 == 0:
+                curve.append([step, round(float(o["mlm_loss"]), 4), round(float(o["nsp_loss"]), 4)])
+        folder = out / name
+        model.cpu().save_pretrained(str(folder), max_shard_size="9MB")
+        if tokenizer_dir.is_dir():
+            from transformers import AutoTokenizer
+
+            AutoTokenizer.from_pretrained(str(tokenizer_dir)).save_pretrained(str(folder))
+        res[name] = {"steps": step, "tokens": tokens, "tokens_per_s": round(tokens / (time.perf_counter() - t0)),
+                     "curve_mlm_nsp": curve, "saved": str(folder)}
+        log(f"{name}: {step} steps, {tokens:,} tokens")
+    return res
+
+
 def _pretrain(path: Path, device, steps: int, log) -> dict:
     import numpy as np
     import torch
@@ -169,14 +224,20 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--prepare", type=Path, help="make the carried folder here and stop")
     ap.add_argument("--sequences", type=int, default=20_000, help="--prepare: pre-training sequences to carry")
+    ap.add_argument("--without-model", action="store_true",
+                    help="--prepare: leave the model copy out (the twins' run: 120,000 sequences are 41 MB alone; "
+                         "with the 45 MB model they pass the 64 MiB a GPU machine takes)")
     ap.add_argument("--carried", type=Path, default=REPO / ".gpu", help="the folder --prepare made")
     ap.add_argument("--out", type=Path, default=Path("gpu_check_out"), help="where gpu_check.json goes")
     ap.add_argument("--device", default="cuda", help="the device to check against this machine's CPU")
     ap.add_argument("--pretrain-steps", type=int, default=300)
     ap.add_argument("--budget-s", type=float, default=540)
+    ap.add_argument("--twin-seconds", type=float, default=0,
+                    help="also pre-train both twins this many seconds each on the carried sequences (e.g. 150 on "
+                         "an H200) and save them under --out (0: skip)")
     args = ap.parse_args(argv)
     if args.prepare:
-        prepare(args.prepare, args.sequences)
+        prepare(args.prepare, args.sequences, not args.without_model)
         return 0
     import torch
 
@@ -202,7 +263,10 @@ def main(argv: list[str] | None = None) -> int:
     parts = [("parity", lambda: _parity(model_dir, device, log), model_dir.is_dir()),
              ("throughput", lambda: _throughput(model_dir, device, log), model_dir.is_dir()),
              ("pretrain", lambda: _pretrain(args.carried / "pretrain128.npz", device, args.pretrain_steps, log),
-              (args.carried / "pretrain128.npz").is_file())]
+              (args.carried / "pretrain128.npz").is_file()),
+             ("twins", lambda: _twins(args.carried / "pretrain128.npz", args.carried / "tokenizer", device,
+                                      args.twin_seconds, args.out, log),
+              args.twin_seconds > 0 and (args.carried / "pretrain128.npz").is_file())]
     for name, run, ready in parts:
         if time.perf_counter() - t_start > args.budget_s:
             report[name] = {"skipped": f"past the {args.budget_s:.0f} s budget"}
