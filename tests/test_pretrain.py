@@ -157,6 +157,30 @@ def test_a_killed_pretraining_resumes_to_the_same_weights(corpus, tmp_path):
         assert rb["training"][key] == ra["training"][key], key
 
 
+def test_a_run_published_early_says_so_and_still_resumes_to_the_planned_end(corpus, tmp_path):
+    """--publish-at-step publishes a standard folder at that step, recorded (and carded) as stopped early; the
+    schedule and the resume state are kept, so --force later finishes the planned run, to the same weights as one
+    run straight through."""
+    from safetensors.torch import load_file
+
+    def weights(folder):
+        return {k: v for f in sorted(folder.glob("model*.safetensors")) for k, v in load_file(str(f)).items()}
+
+    assert _pretrain("wiki-bert-mini-nonsp", corpus, tmp_path / "a") == 0
+    assert _pretrain("wiki-bert-mini-nonsp", corpus, tmp_path / "b", "--publish-at-step", "5") == 0
+    folder = tmp_path / "b" / "encoders" / "wiki-bert-mini-nonsp"
+    rec = json.loads((folder / "derivation.json").read_text())
+    assert rec["training"]["steps"] == 5
+    assert rec["stopped_early"]["at_step"] == 5 and rec["stopped_early"]["planned_steps"] == 12
+    assert "Stopped early" in (folder / "README.md").read_text()
+    assert Path(rec["stopped_early"]["resume_state"]).is_file()
+    assert _pretrain("wiki-bert-mini-nonsp", corpus, tmp_path / "b", "--force") == 0
+    done = json.loads((folder / "derivation.json").read_text())
+    assert done["training"]["steps"] == 12 and "stopped_early" not in done
+    wa, wb = weights(tmp_path / "a" / "encoders" / "wiki-bert-mini-nonsp"), weights(folder)
+    assert wa.keys() == wb.keys() and all(np.array_equal(wa[k].numpy(), wb[k].numpy()) for k in wa)
+
+
 def test_a_corrupt_prepared_cache_is_rebuilt(corpus, tmp_path, capsys):
     import os
 

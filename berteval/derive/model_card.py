@@ -47,6 +47,10 @@ def render(record: dict, model_index: list | None = None) -> str:
         f"decay, batch {hyper.get('batch_size')} x 128 tokens for {1 - hyper.get('long_share', 0):.0%} of the "
         f"steps and {hyper.get('long_batch_size')} x 512 for the rest.", "",
         f"Command: `{record.get('command', '')}`", "",
+        *([f"**Stopped early**: published at step {record['stopped_early']['at_step']:,} of the "
+           f"{record['stopped_early']['planned_steps']:,} planned "
+           f"({record['stopped_early']['completed_share']:.0%}); not reached: "
+           f"{record['stopped_early']['not_reached']}.", ""] if record.get("stopped_early") else []),
         "## Held-out results (at the end of training)", "",
         "| measure | value | examples |", "|---|---|---|",
         f"| masked-LM accuracy, held-out articles (128 tokens) | {held.get('mlm_accuracy')} | {held.get('n')} |",

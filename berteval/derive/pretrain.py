@@ -252,8 +252,10 @@ def _orders(prepared, plan: dict, seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def train(prepared, nsp: bool, hyper: dict, seed: int, device, dtype: str, checkpoint: Path,
-          dev_pairs: list, stop_after_steps: int | None = None, log=print, progress_file: Path | None = None):
-    """Run (or resume) the pre-training; returns (model, RunState, complete)."""
+          dev_pairs: list, stop_after_steps: int | None = None, log=print, progress_file: Path | None = None,
+          stop_at_step: int | None = None):
+    """Run (or resume) the pre-training; returns (model, RunState, complete). `stop_at_step` ends the run at that
+    step of its schedule (saved there, the schedule unchanged, so it can still be resumed to the end)."""
     plan = schedule_plan(hyper)
     model = build_model(hyper, len(prepared.tokenizer), seed).to(device)
     params, opt, sched = _optimiser(model, hyper, plan["steps"], nsp)
@@ -271,6 +273,12 @@ def train(prepared, nsp: bool, hyper: dict, seed: int, device, dtype: str, check
     wall0 = state.wall_s
     stopped_after = state.step
     while state.step < plan["steps"]:
+        if stop_at_step is not None and state.step >= stop_at_step:
+            if state.step > stop_at_step:
+                raise BertevalError(f"the checkpoint is at step {state.step}, past --publish-at-step {stop_at_step}")
+            _save_checkpoint(checkpoint, model, opt, sched, state)
+            model.eval()
+            return model, state, False
         s = state.step
         if s < plan["short_steps"]:
             seqs, b = prepared.train, plan["short_batch"]

@@ -62,6 +62,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                                  "put it in the repository to survive a new machine")
     parser.add_argument("--prepare-only", action="store_true", help="build the examples (cached) and stop")
     parser.add_argument("--stop-after-steps", type=int, help="stop after this many more steps (resume later)")
+    parser.add_argument("--publish-at-step", type=int,
+                        help="train to this step of the schedule and publish the model there, recorded as stopped "
+                             "early (the schedule is unchanged and the resume state kept: --force later resumes it "
+                             "to the end); for a run that cannot finish in the time there is")
     parser.add_argument("--force", action="store_true", help="pre-train again even if the model exists")
     parser.add_argument("--no-progress", action="store_true", help="quieter output")
     for key, kind in _OPTIONS.items():
@@ -132,8 +136,10 @@ def command(args) -> int:
         f"checkpoint {checkpoint}")
     dev_pairs = pretrain.nsp_dev_pairs(data_dir)
     model, state, complete = pretrain.train(prepared, twin.nsp, hyper, args.seed, device, args.dtype, checkpoint,
-                                            dev_pairs, args.stop_after_steps, log, progress)
-    if not complete:
+                                            dev_pairs, args.stop_after_steps, log, progress,
+                                            stop_at_step=args.publish_at_step)
+    early = args.publish_at_step is not None and state.step == args.publish_at_step and not complete
+    if not complete and not early:
         print(f"{args.name}: stopped at step {state.step} of {plan['steps']}; rerun the same command to resume "
               f"({checkpoint})", file=sys.stderr)
         return STOPPED
@@ -142,9 +148,19 @@ def command(args) -> int:
     state.evals.append(final)
     log(pretrain._eval_line(final, plan))
     record = _record(args, twin, hyper, plan, prepared, state, final, device, time.perf_counter() - t0)
+    if early:  # named in the record and the card, never passed off as the planned run
+        record["stopped_early"] = {
+            "at_step": state.step, "planned_steps": plan["steps"], "completed_share": round(state.step / plan["steps"], 4),
+            "not_reached": "the rest of the learning-rate decay" + (
+                f" and all {plan['long_steps']} steps of 512-token sequences (position embeddings past 128 are "
+                "barely trained)" if state.step <= plan["short_steps"] else ""),
+            "resume_state": str(checkpoint)}
     publish(model.cpu(), prepared.tokenizer, record, out)
-    checkpoint.unlink(missing_ok=True)
-    print(f"{args.name}: published {out} ({state.tokens:,} tokens, {state.wall_s / 3600:.2f} h of training)")
+    if not early:
+        checkpoint.unlink(missing_ok=True)
+    print(f"{args.name}: published {out} ({state.tokens:,} tokens, {state.wall_s / 3600:.2f} h of training"
+          + (f"; stopped early at step {state.step} of {plan['steps']}, resume state kept: {checkpoint}" if early
+             else "") + ")")
     return 0
 
 
