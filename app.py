@@ -305,7 +305,7 @@ def _nsp_table(answers) -> str:
             continue
         p, record = a.prediction.p_is_next, f"`{a.head.run_id}`" if a.head.run_id else "–"
         accuracy = "not measured" if a.head.dev_accuracy is None else f"{a.head.dev_accuracy:.3f}"
-        rows.append(f"| {a.name} | {p:.3f} | {'IsNext' if p >= 0.5 else 'NotNext'} | {a.head.reads_briefly} | "
+        rows.append(f"| {a.name} | {p:.3f} | {'IsNext' if p >= 0.5 else 'NotNext'} | {a.head.reads(brief=True)} | "
                     f"{accuracy} | {record} |")
     return ("**The same pair under every encoder** (the chosen one first; each answers with its own head):\n\n"
             "| encoder | P(IsNext) | verdict | what its head reads | dev accuracy | record |\n"
@@ -331,7 +331,7 @@ def next_sentence(model_text: str, a: str, b: str):
         return None, about, _nsp_table(answers)
     head, pred = chosen.head, chosen.prediction
     about = _notes(pred.reading) + (f"**P(IsNext) = {pred.p_is_next:.3f}** from {chosen.name}, whose head reads "
-                                    f"{head.reads}; dev accuracy {_nsp_accuracy(head)}.")
+                                    f"{head.reads()}; dev accuracy {_nsp_accuracy(head)}.")
     if head.weight is None:
         about += f" {head.model.model_id}'s pooler is {head.model.heads.pooler_provenance}."
     else:
@@ -375,31 +375,27 @@ def _top(tokens: list[str], values: list[float]) -> str:
 def _heads_markdown(r) -> str:
     """The heads on top of the encoder, each with its weight shapes and what it makes of this input."""
     h = r.last_hidden_state_shape[-1]
-    lines = ["### The heads on top", "",
-             "| head | reads | weights | on this input |", "|---|---|---|---|"]
-    if r.qa_head is not None:
-        q = r.qa_head
-        lines.append(f"| span QA, `Linear({h}, 2)` | every token's final state: two logits per token (start, end) | "
-                     f"W `{q.weight_shape}`, b `{q.bias_shape}` | highest start {_top(q.tokens, q.start_logits)}, "
-                     f"highest end {_top(q.tokens, q.end_logits)}; every token in the chart below |")
-    else:
-        lines.append(f"| span QA | – | none | {r.absent.get('qa', 'not shown')} |")
-    if r.nsp_head is not None:
-        n = r.nsp_head
-        lines.append(f"| next sentence, `Linear({h}, 2)` | `pooler_output`: one vector per input | W `{n.weight_shape}`, "
-                     f"b `{n.bias_shape}` | logits IsNext {n.logits[0]:.2f}, NotNext {n.logits[1]:.2f}: P(IsNext) "
-                     f"{n.p_is_next:.3f} (by hand from `pooler_output`: max abs difference {n.by_hand_max_abs_diff:.1e}) |")
-    else:
-        lines.append(f"| next sentence | – | none | {r.absent.get('nsp', 'not shown')} |")
-    if r.mlm_head is not None:
-        m = r.mlm_head
-        shapes = ", ".join(f"{k} `{v}`" for k, v in m.shapes.items())
-        said = (f"top predictions for each `{m.mask_token}`: below" if m.predictions else
-                f"type `{m.mask_token}` in the text to see what it predicts there")
-        lines.append(f"| masked LM (BERT's other pre-training head) | every token's final state, through a transform "
-                     f"| {shapes} | {said} |")
-    else:
-        lines.append(f"| masked LM | – | none | {r.absent.get('mlm', 'not shown')} |")
+    q, n, m = r.qa_head, r.nsp_head, r.mlm_head
+    heads = {  # key: (the head, in words; its row's cells where the checkpoint has it, else None)
+        "qa": ("span QA", q and [f"span QA, `Linear({h}, 2)`", "every token's final state: two logits per token "
+                                 "(start, end)", f"W `{q.weight_shape}`, b `{q.bias_shape}`",
+                                 f"highest start {_top(q.tokens, q.start_logits)}, highest end "
+                                 f"{_top(q.tokens, q.end_logits)}; every token in the chart below"]),
+        "nsp": ("next sentence", n and [f"next sentence, `Linear({h}, 2)`", "`pooler_output`: one vector per input",
+                                        f"W `{n.weight_shape}`, b `{n.bias_shape}`",
+                                        f"logits IsNext {n.logits[0]:.2f}, NotNext {n.logits[1]:.2f}: P(IsNext) "
+                                        f"{n.p_is_next:.3f} (by hand from `pooler_output`: max abs difference "
+                                        f"{n.by_hand_max_abs_diff:.1e})"]),
+        "mlm": ("masked LM", m and ["masked LM (BERT's other pre-training head)",
+                                    "every token's final state, through a transform",
+                                    ", ".join(f"{k} `{v}`" for k, v in m.shapes.items()),
+                                    f"top predictions for each `{m.mask_token}`: below" if m.predictions else
+                                    f"type `{m.mask_token}` in the text to see what it predicts there"]),
+    }
+    lines = ["### The heads on top", "", "| head | reads | weights | on this input |", "|---|---|---|---|"]
+    for key, (title, cells) in heads.items():
+        cells = cells or [title, "–", "none", r.absent.get(key, "not shown")]
+        lines.append("| " + " | ".join(cells) + " |")
     if r.mlm_head is not None and r.mlm_head.predictions:
         lines.append("")
         for pos, top in r.mlm_head.predictions:
@@ -691,6 +687,8 @@ def _warm_board() -> None:
     try:
         b = leaderboard.board.current()
         b.first_view(), b.table(), b.csv(), b.findings(), b.references()
+        for name in FIGURES:  # then each figure as an unfiltered visitor opens it first
+            b.figure_json(name)
     except Exception:  # noqa: BLE001: the tab computes it again when opened, and says what fails
         log.exception("leaderboard warm-up failed")
 

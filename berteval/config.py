@@ -35,6 +35,20 @@ def data_dir(option: str | os.PathLike | None) -> Path | None:
     return path
 
 
+# The data beside a clone, as the README lays it out (<clone>/../shared/data).
+BESIDE_CLONE = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
+
+
+def local_data_dir() -> Path | None:
+    """The data folder the page reads with no option to take: $BERTEVAL_DATA, else ../shared/data beside the
+    clone; None (the hub) where neither is a folder."""
+    raw = os.environ.get(DATA_ENV)
+    for candidate in ([Path(raw).expanduser()] if raw else []) + [BESIDE_CLONE]:
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
 def cache_dir() -> Path:
     """The feature cache folder: $BERTEVAL_CACHE, else the user's cache folder."""
     raw = os.environ.get(CACHE_ENV)

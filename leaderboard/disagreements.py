@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import html
 import os
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -36,7 +37,7 @@ CSV_COLUMNS = ["task", "model", "regime", "seed", "head_a", "head_b", "right", "
 # Where the docs keep the data: ../shared/data beside the clone (the repository's parent folder).
 SHARED_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 NO_TEXTS = "Texts not shown: the data these examples come from is not on this server."
-TEXT_CHARS = 180  # a text in the report's summary table; the CSV keeps it whole
+TEXT_CHARS = 140  # a text in the report's summary table; the CSV keeps it whole
 
 
 def texts_dir() -> Path | None:
@@ -161,24 +162,30 @@ def _example_html(d, e) -> str:
     return f"<div><code>{html.escape(str(e.id))}</code> gold {html.escape(str(e.gold))} ({html.escape(says)}){text}</div>"
 
 
-def report_section(df: pd.DataFrame, data_dir=None, per_kind: int = 2, csv_href: str | None = None
-                   ) -> tuple[str, pd.DataFrame]:
-    """(the report's HTML, every disagreeing example as rows for its CSV): for each McNemar-tested pair of
-    last-layer heads (main setup, lowest seed) one table row with the counts and the `per_kind` examples each
-    head gets right that the other gets wrong, most confidently wrong first; the CSV (`csv_href`) has them all."""
-    rows: list[dict] = []
+def csv_name(task: str, model: str, regime: str) -> str:
+    """The file name of one group's disagreements: `disagreements-sst2-all-MiniLM-L6-v2-probe.csv`."""
+    return "disagreements-" + re.sub(r"[^A-Za-z0-9.+-]+", "_", f"{task}-{short_name(model)}-{regime}") + ".csv"
+
+
+def report_section(df: pd.DataFrame, data_dir=None, per_kind: int = 2, href=None
+                   ) -> tuple[str, dict[str, pd.DataFrame]]:
+    """(the report's HTML, {file name: every disagreeing example of one model, task and regime}): for each
+    McNemar-tested pair of last-layer heads (main setup, lowest seed) one table row with the counts and the
+    `per_kind` examples each head gets right that the other gets wrong, most confidently wrong first. `href(name)`:
+    where the page links a group's file (the caller writes them; None: no links, as in a one-file report)."""
+    files: dict[str, pd.DataFrame] = {}
     if df is None or df.empty:
-        return "<p>No records.</p>", pd.DataFrame(columns=CSV_COLUMNS)
+        return "<p>No records.</p>", files
     p = _tested_pairs(df)
     if p.empty:
-        return "<p>No paired tests in these records.</p>", pd.DataFrame(columns=CSV_COLUMNS)
+        return "<p>No paired tests in these records.</p>", files
     main = data.main_setups(df)
     out, no_text = [], False
     groups = {key: g for key, g in p.groupby(["task", "model", "regime"])}
     for task, model, regime in reading_order(groups):
         g = groups[(task, model, regime)]
         seed = int(g["seed"].iloc[0])
-        body = []
+        body, rows = [], []
         for r in g.itertuples():
             try:
                 d = _compare(main, task, model, regime, seed, r.a_pooling, r.b_pooling, data_dir)
@@ -188,7 +195,7 @@ def report_section(df: pd.DataFrame, data_dir=None, per_kind: int = 2, csv_href:
                 continue
             no_text = no_text or any(e.text is None for e in d.a_only + d.b_only)
             for e in d.examples():
-                rows.append({"task": task, "model": model, "regime": regime, "seed": seed, "head_a": d.name_a,
+                rows.append({"task": task, "model": short_name(model), "regime": regime, "seed": seed, "head_a": d.name_a,
                              "head_b": d.name_b, "right": d.name_a if e in d.a_only else d.name_b, "id": e.id,
                              "gold": e.gold, "a_says": disagree._pred(e.pred_a, e.conf_a),
                              "b_says": disagree._pred(e.pred_b, e.conf_b), "text": e.text or ""})
@@ -198,17 +205,23 @@ def report_section(df: pd.DataFrame, data_dir=None, per_kind: int = 2, csv_href:
             body.append(f"<tr><td><code>{html.escape(d.name_a)}</code> vs <code>{html.escape(d.name_b)}</code></td>"
                         f'<td class="num">{d.n:,}: {len(d.a_only):,} / {len(d.b_only):,}</td>'
                         f"<td>{a_top or '—'}</td><td>{b_top or '—'}</td></tr>")
+        link = ""
+        if rows and href is not None:
+            name = csv_name(task, model, regime)
+            files[name] = pd.DataFrame(rows, columns=CSV_COLUMNS)
+            link = (f' <small><a download href="{html.escape(href(name))}">all {len(rows):,} disagreeing examples '
+                    f"(CSV)</a></small>")
         out.append(f"<h3>{html.escape(task_name(task))} · {html.escape(regime_name(regime))} · "
-                   f"{html.escape(short_name(model))} (seed {seed})</h3>"
-                   '<div class="scroll"><table class="examples"><thead><tr><th>pair (A vs B)</th>'
+                   f"{html.escape(short_name(model))} (seed {seed}){link}</h3>"
+                   '<div class="scroll box short"><table class="examples"><thead><tr><th>pair (A vs B)</th>'
                    "<th>disagreements: A right / B right</th><th>A right, B wrong: most confidently wrong first</th>"
                    f"<th>B right, A wrong</th></tr></thead><tbody>{''.join(body)}</tbody></table></div>")
     note = ("<p><i>Texts are not shown: this report was written without a data dir (<code>python -m leaderboard "
             "--data-dir ../shared/data</code> or <code>BERTEVAL_DATA</code> adds them).</i></p>" if no_text else "")
-    link = (f'<p>Every disagreeing example of these pairs ({len(rows):,}), with its text where the data was given: '
-            f'<a download href="{html.escape(csv_href)}">{html.escape(csv_href)}</a> (CSV).</p>'
-            if csv_href and rows else "")
-    return note + link + "".join(out), pd.DataFrame(rows, columns=CSV_COLUMNS)
+    total = sum(len(f) for f in files.values())
+    link = (f"<p>Every disagreeing example of these pairs ({total:,}, with its text where the data was given) is in "
+            f"a CSV file per model, task and regime, linked from its heading.</p>" if files else "")
+    return note + link + "".join(out), files
 
 
 def report_html(df: pd.DataFrame, data_dir=None, per_kind: int = 2) -> str:

@@ -96,6 +96,12 @@ def _verdict(top: str, others: list[str], tests: pd.DataFrame) -> str:
     return f"the paired tests do not separate {'the two' if len(others) == 1 else 'these three'}, {holm}"
 
 
+def _with(regime: str) -> str:
+    """The regime as the end of "`mean` reads best ...": "with a frozen probe", "fine-tuned", ..."""
+    return {"probe": "with a frozen probe", "pretrained": "with the checkpoint's own head"}.get(
+        regime, regime_name(regime) if regime_name(regime) != regime else f"under {regime}")
+
+
 def _names(poolings: list[str]) -> str:
     names = [f"`{p}`" for p in poolings]
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
@@ -121,14 +127,14 @@ def _sentence(task: str, g: pd.DataFrame, tests: pd.DataFrame, estimates_only: b
             if tests is not None and not tests.empty else None
         against = " and ".join(f"{fmt(o['mean'], scale)} for `{o['pooling']}`" for _, o in others.iterrows())
         verdict = "estimates are never ranked" if estimates_only else _verdict(top["pooling"], list(others["pooling"]), t)
-        clause = (f"{regime_name(regime)}: `{top['pooling']}` reads best, {fmt(top['mean'], scale)} against "
-                  f"{against} ({verdict})")
+        clause = (f"`{top['pooling']}` reads best {_with(regime)}, {fmt(top['mean'], scale)} against {against} "
+                  f"({verdict})")
         span = r[r["pooling"] == "span"]
         if not span.empty:  # span QA: the per-token head beside the one-vector heads
             clause += f", and the per-token `span` head reads {fmt(span.iloc[0]['mean'], scale)}"
         clauses.append(clause)
     if clauses:
-        text += f"; of the three vectors on {short_name(ref)}: " + "; ".join(clauses)
+        text += f"; of the three vectors on {short_name(ref)}, " + "; ".join(clauses)
     return text + "."
 
 
@@ -246,11 +252,12 @@ def estimate_tables(est: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
         rows = []
         for r in g.itertuples():
             row = {"regime": regime_name(r.regime), "model": short_name(r.model), "pooling": r.pooling,
-                   "seed": r.seed, "split": r.split, "train": f"{int(r.n_train):,}", "scored": f"{int(r.n_eval):,}"}
+                   "seed": r.seed, "train": f"{int(r.n_train):,}", "scored": f"{int(r.n_eval):,}"}
             for name in names:
                 v = (r.metrics or {}).get(name)
                 row[metric_name(name)] = "—" if v is None else (f"{v:.2f}" if _scale(name, [v]) == 100 else f"{v:.4f}")
-            row["record"] = f"`{r.run_id}`"
+            # the split last: the longest cell ("validation, k-fold by article (k=2): fold 1, 24 held-out articles")
+            row["record"], row["split"] = f"`{r.run_id}`", str(r.split).removeprefix("validation, ")
             rows.append(row)
         out.append((task_name(task), pd.DataFrame(rows)))
     return out

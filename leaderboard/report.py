@@ -93,9 +93,9 @@ tr.sig td{background:#eef5fc}
 .problems{background:#fff4f0;border:1px solid #e8b4a0;padding:8px 14px;margin-top:16px}.problems h2{margin-top:8px}
 input.filter{font-size:14px;padding:4px 8px;width:340px;margin-right:12px}
 .scroll{overflow-x:auto}
-.box{max-height:560px;overflow:auto;border:1px solid #eee}
+.box{max-height:560px;overflow:auto;border:1px solid #eee}.box.short{max-height:420px}
 .answer{background:#f7faff;border:1px solid #c9d8ee;padding:4px 18px 12px;margin:14px 0}
-.answer h3{margin:16px 0 4px}.answer p{margin:4px 0 8px;max-width:1100px}
+.answer h2{margin-top:10px}.answer h3{margin:16px 0 4px}.answer p{margin:4px 0 8px;max-width:1100px}
 table.compact td,table.compact th{padding:3px 9px}table.compact th{cursor:default;position:static}
 table.examples td div{margin:2px 0}.nofig{color:#a33}
 """
@@ -327,11 +327,11 @@ def build_html(df: pd.DataFrame, problems: list[Problem], sources: list[str] | N
     else:
         csv_link = "data:text/csv;charset=utf-8," + urllib.parse.quote(csv_text)
     examples, every = disagreements.report_section(ranked, data_dir, per_kind=2,
-                                                   csv_href=beside.href("disagreements.csv") if beside else None)
+                                                   href=beside.href if beside is not None else None)
     records_href = None
     if beside is not None:
-        if not every.empty:
-            beside.files["disagreements.csv"] = table.to_csv(every)
+        for name, frame in every.items():
+            beside.files[name] = table.to_csv(frame)
         if not df.empty:
             beside.files["records.csv"] = table.to_csv(_records_frame(df)[1])
             records_href = beside.href("records.csv")

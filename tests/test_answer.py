@@ -274,3 +274,18 @@ def test_calibration_asks_questions_the_served_head_never_trained_on(monkeypatch
     assert split.groups == ["new", "new"] and "outside the train subset" in words  # trained on dev: train articles
     with pytest.raises(BertevalError, match="no SQuAD question here is unseen"):
         confidence.held_out_questions(everything, "data")
+
+
+def test_the_readme_quotes_the_served_heads_calibration_and_its_command():
+    """The README's figures are the committed calibration's, for the head the page serves (a new served head
+    without its calibration, or a README left behind, fails here)."""
+    from berteval.serve import confidence
+
+    rec = serve_qa.served_record(Store())
+    cal = confidence.load(rec.run_id)
+    assert cal is not None, f"run: python -m berteval.serve.confidence --data-dir ../shared/data (head {rec.run_id})"
+    readme = (REPO / "README.md").read_text()
+    for figure in (f"ROC AUC {cal['auc_margin']:.4f}", f"precision {cal['precision']:.4f}",
+                   f"recall {cal['recall']:.4f}", f"threshold **{cal['threshold']:.2f}**", rec.run_id,
+                   f"{cal['n_questions']} SQuAD questions", "python -m berteval.serve.confidence --data-dir ../shared/data"):
+        assert figure in readme, figure

@@ -38,10 +38,10 @@ def test_learning_curve_one_point_per_size_with_bands():
     recs += [rec("max", 0, n_train=65349)]  # one size only: no curve
     fig = curves.learning_curves(frame(recs))
     lines = {t.name: t for t in _traces(fig)}
-    assert set(lines) == {"cls · probe", "mean · probe", "mean · finetune"}
-    assert list(lines["mean · probe"].x) == [29, 115, 461]  # sizes sorted, never averaged together
-    assert abs(lines["mean · probe"].y[0] - (0.7 + 29 / 1e5 + 0.01)) < 1e-9  # the mean of that size's seeds
-    assert lines["mean · finetune"].line.dash == "dash" and lines["cls · probe"].line.dash == "solid"
+    assert set(lines) == {"cls · frozen probe", "mean · frozen probe", "mean · fine-tuned"}  # regimes in words
+    assert list(lines["mean · frozen probe"].x) == [29, 115, 461]  # sizes sorted, never averaged together
+    assert abs(lines["mean · frozen probe"].y[0] - (0.7 + 29 / 1e5 + 0.01)) < 1e-9  # the mean of that size's seeds
+    assert lines["mean · fine-tuned"].line.dash == "dash" and lines["cls · frozen probe"].line.dash == "solid"
     assert len([t for t in fig.data if t.fill == "toself"]) == 3  # one interval band per line
     assert fig.layout.xaxis.type == "log"
 

@@ -153,8 +153,19 @@ def test_warm_lists_what_a_model_lacks_without_raising(tiny_models):
 def test_offline_models_are_the_default_and_the_committed_derived_encoders():
     names = serve.offline_models()
     assert names[0] == models.DEFAULT
-    assert all(n.startswith("default+") for n in names[1:])
+    twins = [n for n in models.pretrained.PRETRAINED if (models.pretrained.folder(n) / "derivation.json").is_file()]
+    assert names[1:] == [n for n in names[1:] if n.startswith("default+")] + twins  # twins only once committed
     assert "default+random" in names  # its derivation record is committed
+
+
+def test_a_twin_is_offered_only_once_its_checkpoint_is_there(tmp_path, monkeypatch):
+    from berteval import config
+
+    monkeypatch.setenv(config.RESULTS_ENV, str(tmp_path))
+    assert not any(n.startswith("wiki-bert-mini") for n in serve.offline_models())
+    (tmp_path / "encoders" / "wiki-bert-mini").mkdir(parents=True)
+    (tmp_path / "encoders" / "wiki-bert-mini" / "derivation.json").write_text("{}")
+    assert "wiki-bert-mini" in serve.offline_models() and "wiki-bert-mini-nonsp" not in serve.offline_models()
 
 
 # --- the pair tasks' committed heads, and the heads Inside BERT shows -----------------------------------------

@@ -337,7 +337,7 @@ def test_report_links_the_files_beside_it_and_names_every_record(tmp_path):
     srcs = re.findall(r"<script[^>]*\ssrc=\"([^\"]+)\"", page)
     assert srcs == ["report_files/plotly-" + plotly.__version__ + ".min.js"]
     assert "plotly.js v" not in page and (tmp_path / srcs[0]).read_text().startswith("/**")
-    for name in ("leaderboard.csv", "records.csv"):  # disagreements.csv needs predictions (the committed records')
+    for name in ("leaderboard.csv", "records.csv"):  # disagreements-*.csv need predictions: the committed records' (below)
         assert f'href="report_files/{name}"' in page and (tmp_path / "report_files" / name).stat().st_size > 0
     assert "://" not in " ".join(re.findall(r'(?:src|href)="([^"]+)"', page))
     assert page.count("Plotly.newPlot") == 9  # 4 figures + models + pooler effect + 3 curves
@@ -376,9 +376,11 @@ def test_report_of_the_committed_records_is_small_and_opens_on_the_answer(tmp_pa
     for words in ("SST-2", "NSP", "SQuAD", "<th>cls</th><th>pooler</th><th>mean</th>", "The best head measured is"):
         assert words in answer
     assert "<details>" not in body  # no wall of collapsed rows: a few examples per pair, the rest in the CSV
-    every = pd.read_csv(tmp_path / "report_files" / "disagreements.csv")
     shown = body[body.index('id="disagreements"'):body.index('id="pairs-section"')]
-    assert len(every) > 10 * shown.count("<tr>")  # the page shows a few, the file holds them all
+    linked = re.findall(r'href="report_files/(disagreements-[^"]+\.csv)"', shown)
+    assert "disagreements-sst2-all-MiniLM-L6-v2-probe.csv" in linked  # one file per model, task and regime
+    every = pd.concat([pd.read_csv(tmp_path / "report_files" / name) for name in linked])
+    assert len(every) > 10 * shown.count("<tr>")  # the page shows a few, the files hold them all
     assert set(every["task"]) <= {"sst2", "nsp"}  # McNemar-tested pairs only (SQuAD's probe heads have none)
     assert "k-fold" in body[body.index('id="estimates"'):body.index('id="disagreements"')]
 

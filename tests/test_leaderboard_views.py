@@ -85,7 +85,7 @@ def test_the_first_view_of_the_committed_records_is_one_compact_view_per_task():
     assert "Holm p =" not in md and "95% CI" not in md  # the long findings are below, on demand
     sst2 = md[md.index("#### SST-2"):md.index("#### NSP")]
     assert "| frozen probe | all-MiniLM-L6-v2 | 0.765 | 0.765 | **0.810** |" in sst2
-    assert "frozen probe: `mean` reads best" in sst2
+    assert "`mean` reads best with a frozen probe" in sst2
     squad = md[md.index("#### SQuAD"):]
     assert "the per-token `span` head reads 11.1" in squad  # span QA: every token beats one vector
     assert len(md) < 5000
@@ -95,7 +95,7 @@ def test_the_first_view_sentence_says_what_the_paired_tests_separate(tmp_path):
     item = overview.overview(*_parts(write(tmp_path / "r.jsonl", full_records())))[0]
     assert item["task"] == "sst2" and list(item["table"].columns)[:5] == ["regime", "model", "cls", "pooler", "mean"]
     # mean vs cls: p = 0.002 in every seed, Holm over the 6 pairs -> separated; mean vs pooler: p = 0.4 -> not
-    assert ("frozen probe: `mean` reads best, 0.810 against 0.760 for `cls` and 0.750 for `pooler` (the paired "
+    assert ("`mean` reads best with a frozen probe, 0.810 against 0.760 for `cls` and 0.750 for `pooler` (the paired "
             "tests put it ahead of `cls`, not of `pooler`, Holm-adjusted over the row's 6 pairs)") in item["sentence"]
     row = item["table"][item["table"]["model"] == "bert-base"].iloc[0]
     assert row["mean"] == "**0.810**" and row["cls"] == "0.760"  # bold: band 1 (nothing measured beats it)
@@ -118,7 +118,7 @@ def test_the_kfold_estimates_follow_the_task_filter_and_the_tasks_metrics(tmp_pa
     mixed = board.current([write(tmp_path / "r.jsonl", full_records() + glue_records())])
     qnli = overview.estimates_markdown(mixed.estimates(task="qnli"))
     assert "**QNLI (5-fold over dev)**" in qnli and "| accuracy |" in qnli and "exact match" not in qnli
-    assert "0.5300" in qnli and QNLI_SPLIT in qnli
+    assert "0.5300" in qnli and QNLI_SPLIT.removeprefix("validation, ") in qnli
     assert "qnli" in mixed.choices["task"]  # a task with estimates only can still be picked
     assert "qnli" not in set(mixed.frame["task"])  # and is never ranked
 
@@ -136,7 +136,7 @@ def test_glue_tasks_the_regression_kind_and_qnli_estimates_draw_every_view(tmp_p
     assert "#### STS-B: Pearson x100 (0–100)" in md and "#### MRPC" in md and "#### RTE" in md
     assert "#### QNLI (5-fold over dev)" in md and "k-fold estimates only" in md
     stsb = md[md.index("#### STS-B"):]
-    assert "`mean` reads best, 32.5 against" in stsb  # Pearson x100 as the records hold it, not as 0-1
+    assert "`mean` reads best with a frozen probe, 32.5 against" in stsb  # Pearson x100 as the records hold it, not as 0-1
     assert "Pearson" in v["findings"] and "qnli" not in v["findings"].lower()
     summary, table = disagreements.view(v["frame"], "stsb", MODEL, "probe", 0, "cls", "mean")
     assert "never right or wrong" in summary and table.empty  # a regression has no disagreements to list

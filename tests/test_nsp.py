@@ -213,9 +213,10 @@ def test_probe_run_writes_records_and_a_rerun_adds_none(tiny_models, tiny_squad,
     assert type(answer.p_is_next) is float and answer.label == ("IsNext" if answer.p_is_next >= 0.5 else "NotNext")
 
 
-def test_demo_head_without_records_says_how_to_make_one(tiny_models, tmp_path):
-    with pytest.raises(BertevalError, match="no pretrained NSP head.*--task nsp"):
+def test_demo_head_without_records_says_so_to_a_visitor(tiny_models, tmp_path):
+    with pytest.raises(BertevalError, match="has no trained next-sentence head.*no NSP probe is committed") as e:
         nsp.load_demo_head(str(tiny_models["base"]), store=Store(tmp_path))
+    assert "--" not in str(e.value) and "python" not in str(e.value)  # the page's visitor has no command line
 
 
 @needs_data

@@ -243,7 +243,11 @@ def look_inside(name: str, text: str) -> inside.InsideReport:
         qa_head = qa_model(name)
     except BertevalError as exc:
         qa_head = str(exc)
-    return inside.look_inside(loaded, text, qa=qa_head, mlm=mlm_model(name))
+    try:
+        mlm = mlm_model(name)
+    except BertevalError:  # a load that failed (not cached: the next request tries again)
+        mlm = "its masked-LM head could not be loaded here just now"
+    return inside.look_inside(loaded, text, qa=qa_head, mlm=mlm)
 
 
 def warm(name: str = models.DEFAULT) -> list[str]:

@@ -178,7 +178,7 @@ def mlm_model(name: str, loaded: models.LoadedModel):
                f"one): it was not trained by BERT's masked-word objective, or that head was not kept")
     try:
         model, missing = models.load_with_head(loaded, AutoModelForMaskedLM)
-    except Exception:  # noqa: BLE001: an architecture without a masked-LM class has no such head to show
+    except ValueError:  # transformers has no masked-LM class for this architecture: no such head to show
         return no_head
     if not isinstance(getattr(getattr(model, "cls", None), "predictions", None), torch.nn.Module):
         return no_head

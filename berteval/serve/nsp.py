@@ -47,21 +47,14 @@ class DemoHead:
     dev_accuracy: float | None = None  # on the NSP dev pairs: a probe's setup, mean over seeds; a pretrained head's
     n_eval: int | None = None  # dev pairs behind dev_accuracy
 
-    @property
-    def reads(self) -> str:
-        """Which vector the head reads, in words."""
+    def reads(self, brief: bool = False) -> str:
+        """Which vector the head reads, in words (`brief`: short enough for a table cell)."""
         if self.weight is None:
-            return "`pooler_output` (tanh(W·h_[CLS] + b)), through the checkpoint's own pretrained NSP head, Linear(H, 2)"
-        layer = "last layer" if self.layer == -1 else f"hidden state {self.layer}"
-        return f"`{self.pooling}` ({layer}), through a logistic-regression probe trained on NSP pairs"
-
-    @property
-    def reads_briefly(self) -> str:
-        """`reads`, short enough for a table cell."""
-        if self.weight is None:
-            return "`pooler_output`, through its own pretrained NSP head"
-        layer = "" if self.layer == -1 else f" (hidden state {self.layer})"
-        return f"`{self.pooling}`{layer}, through a probe trained on NSP pairs"
+            return ("`pooler_output`, through its own pretrained NSP head" if brief else
+                    "`pooler_output` (tanh(W·h_[CLS] + b)), through the checkpoint's own pretrained NSP head, Linear(H, 2)")
+        layer = ("" if brief else " (last layer)") if self.layer == -1 else f" (hidden state {self.layer})"
+        probe = "a probe" if brief else "a logistic-regression probe"
+        return f"`{self.pooling}`{layer}, through {probe} trained on NSP pairs"
 
     def predict(self, a: str, b: str) -> NSPPrediction:
         return predict_is_next(self, a, b)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import threading
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -33,8 +32,6 @@ SEED = 0
 POOLINGS = ("cls", "pooler", "mean")
 MAX_LENGTH = 128
 CHUNK = 250  # sentences per encoding step: the progress bar moves after each
-# The clone's neighbour, as the README lays the data out (../shared/data beside the repository).
-BESIDE_CLONE = Path(__file__).resolve().parents[3] / "shared" / "data"
 
 Progress = Callable[[float, str], None]
 
@@ -45,14 +42,6 @@ class QuickProbe:
     n_train: int
     n_eval: int
     data: str  # where the sentences came from, in words a visitor reads
-
-
-def data_dir() -> Path | None:
-    """Where the SST-2 files are: BERTEVAL_DATA, else ../shared/data beside the clone; None: the hub."""
-    found = config.data_dir(None)  # BERTEVAL_DATA, checked
-    if found is not None:
-        return found
-    return BESIDE_CLONE if (BESIDE_CLONE / "sst2").is_dir() else None
 
 
 _CACHE: dict[tuple[str, str], QuickProbe] = {}
@@ -87,7 +76,7 @@ def train(model: models.LoadedModel, progress: Progress | None = None, n_train: 
     with _LOCK:
         if key in _CACHE:
             return _CACHE[key]
-        folder = data_dir()
+        folder = config.local_data_dir()
         progress(0.0, "reading SST-2")
         try:
             data = get(TASK).load(folder)

@@ -16,7 +16,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from .. import bands, data
-from ..labels import reading_order, regime_order
+from ..labels import reading_order, regime_name, regime_order
 from .base import fails_soft, hover, legend_key, panel_title, panels, prepared, y_range
 from .style import LEGEND_TOP, colour, fmt, metric_scale, metric_title
 
@@ -52,7 +52,7 @@ def pooling_ablation(df: pd.DataFrame, band_frame: pd.DataFrame | None = None) -
                              _p=panel["pooling"].map(data.pooling_order(panel["pooling"]).index))
         panel = panel.sort_values(["_r", "_p", "setup"])
         label = panel["pooling"] + panel["setup"].map(lambda s: f" ({s})" if s else "")
-        x = [panel["regime"].tolist(), label.tolist()]
+        x = [panel["regime"].map(regime_name).tolist(), label.tolist()]  # the regime in words: "frozen probe"
         fig.add_trace(go.Scatter(
             x=x, y=panel["mean"], mode="markers+text", name="mean of seeds", showlegend=False, offsetgroup="mean",
             text=[f"b{int(b)}" if pd.notna(b) else "" for b in panel["band"]], textposition="middle left",
@@ -67,7 +67,7 @@ def pooling_ablation(df: pd.DataFrame, band_frame: pd.DataFrame | None = None) -
         seeds = seeds.assign(setup=data.setup_labels(seeds))
         seeds_x = seeds["pooling"] + seeds["setup"].map(lambda s: f" ({s})" if s else "")
         fig.add_trace(go.Scatter(
-            x=[seeds["regime"].tolist(), seeds_x.tolist()],
+            x=[seeds["regime"].map(regime_name).tolist(), seeds_x.tolist()],
             y=seeds["value"], mode="markers", name="single seed", showlegend=False, offsetgroup="seeds",
             marker=dict(symbol="circle-open", size=8, color=[colour(p) for p in seeds["pooling"]],
                         line=dict(width=2)),
@@ -76,7 +76,7 @@ def pooling_ablation(df: pd.DataFrame, band_frame: pd.DataFrame | None = None) -
         ), row=i, col=1)
         fig.update_yaxes(title_text=metric_title(panel["main_metric"].iloc[0], panel["mean"]),
                          range=y_range(panel, scale, seeds["value"]), row=i, col=1)
-        fig.update_xaxes(title_text="regime / pooling", row=i, col=1)
+        fig.update_xaxes(title_text="pooling, grouped by regime", row=i, col=1)
     fig.add_trace(legend_key("mean of seeds (95% CI)", "diamond", 13))
     fig.add_trace(legend_key("one seed", "circle-open", 8))
     # scattermode "group" sets each seed's circles beside its diamond instead of under it.

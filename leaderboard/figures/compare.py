@@ -23,7 +23,7 @@ from berteval.stats import summarise
 from .. import data, references
 from ..labels import reading_order, regime_name, task_name
 from .base import fails_soft, hover, message, panels, usable, y_range
-from .style import FONT, LEGEND_TOP, colour, fmt, metric_scale, metric_title
+from .style import FONT, LEGEND_SIDE, colour, fmt, metric_scale, metric_title
 
 MODEL_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
 REFERENCE_COLOUR = "#7f7f7f"
@@ -103,7 +103,7 @@ def model_pooling_figure(df: pd.DataFrame, with_references: bool = True) -> go.F
         fig.update_yaxes(title_text=metric_title(panel["main_metric"].iloc[0], panel["mean"]),
                          range=y_range(panel, scale, refs["shown"]), row=i, col=1)
     fig.update_layout(title=dict(text=title), scattermode="group", scattergap=0.5,
-                      legend=dict(LEGEND_TOP, title="model"))
+                      legend=dict(LEGEND_SIDE, title="model"))
     return fig
 
 

@@ -23,9 +23,9 @@ import plotly.graph_objects as go
 from berteval.stats import summarise
 
 from .. import data
-from ..labels import reading_order, regime_rank
+from ..labels import reading_order, regime_name, regime_rank
 from .base import fails_soft, message, panel_title, panels, usable
-from .style import LEGEND_TOP, colour, fmt, metric_scale, metric_title
+from .style import LEGEND_SIDE, LEGEND_TOP, colour, fmt, metric_scale, metric_title
 
 DASH = {"probe": "solid", "finetune": "dash"}  # other regimes: dotted
 SPAN = "span"  # the per-token span head's pooling field
@@ -97,12 +97,12 @@ def learning_curves(df: pd.DataFrame) -> go.Figure:
         for (regime, pooling, dtype), line in sorted(panel.groupby(["regime", "pooling", "dtype"]),
                                                      key=lambda kv: (regime_rank(kv[0][0]), order.index(kv[0][1]))):
             line = line.sort_values("n_train")
-            name = f"{pooling} · {regime}" + (f" · {dtype}" if dtype != dtypes.index[0] else "")
+            name = f"{pooling} · {regime_name(regime)}" + (f" · {dtype}" if dtype != dtypes.index[0] else "")
             _draw_line(fig, line, line["n_train"].tolist(), name, DASH.get(regime, "dot"), scale,
                        lambda r: f"fit on {int(r['n_train']):,} examples", i, shown)
         fig.update_xaxes(type="log", title_text="training examples the head was fit on (log scale)", row=i, col=1)
         fig.update_yaxes(title_text=metric_title(panel["main_metric"].iloc[0], panel["mean"]), row=i, col=1)
-    fig.update_layout(title=dict(text=title), legend=dict(LEGEND_TOP, title="pooling · regime"))
+    fig.update_layout(title=dict(text=title), legend=dict(LEGEND_SIDE, title="pooling · regime"))
     return fig
 
 

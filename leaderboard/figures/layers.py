@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 
+from .. import data
 from ..labels import reading_order
 from .base import fails_soft, hover, message, panel_title, panels, prepared, y_range
 from .style import LEGEND_TOP, colour, metric_scale, metric_title
@@ -21,7 +22,9 @@ def layer_sort(label: str):
 def layer_curves(df: pd.DataFrame) -> go.Figure:
     """Main metric against hidden-state layer for cls and mean, where records exist at two or more layers."""
     title = "Per-layer ablation: which hidden layer to read (cls and mean), mean and 95% CI across seeds"
-    _, agg, msg = prepared(df, title, lambda d: d["pooling"].isin(LAYER_POOLINGS), "no cls or mean records")
+    # Each group's main setup (its largest training set): a learning curve's smaller sets read no other layer.
+    main = data.main_setups(df) if isinstance(df, pd.DataFrame) and not df.empty and "n_train" in df else df
+    _, agg, msg = prepared(main, title, lambda d: d["pooling"].isin(LAYER_POOLINGS), "no cls or mean records")
     if msg:
         return msg
     # A curve needs two points: keep (task, model, regime, pooling, setup) lines with 2+ layers.

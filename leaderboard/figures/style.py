@@ -29,6 +29,9 @@ _AXIS = dict(gridcolor="#EBF0F8", linecolor="#EBF0F8", zerolinecolor="#EBF0F8", 
 WHITE = dict(template="none", paper_bgcolor="white", plot_bgcolor="white", xaxis=_AXIS, yaxis=_AXIS,
              font=dict(FONT, color="#2a3f5f"), title=dict(x=0.05), hoverlabel=dict(align="left"))
 LEGEND_TOP = dict(orientation="h", y=1.0, yanchor="bottom", x=1, xanchor="right")  # above the first panel
+# A legend of many entries (models, pooling x regime lines) right of the panels: above them it ran into the first
+# panel's title at 1280 px.
+LEGEND_SIDE = dict(orientation="v", y=1.0, yanchor="top", x=1.01, xanchor="left")
 
 
 def colour(pooling: str) -> str:

@@ -38,10 +38,10 @@ from berteval.bench.latency import CONTEXT_CHARS, QUESTION, SENTENCES, context  
 
 def inputs(endpoint: str, i: int) -> tuple:
     if endpoint == "/classify":
-        return "default", SENTENCES[i % len(SENTENCES)], "mean"
+        return "default", SENTENCES[i % len(SENTENCES)], "mean", "sst2", ""
     if endpoint == "/answer":
         return "default", QUESTION, context(CONTEXT_CHARS)
-    return "default", "", "mean"  # floor: refused before any model runs
+    return "default", "", "mean", "sst2", ""  # floor: refused before any model runs
 
 
 def message(result) -> str:

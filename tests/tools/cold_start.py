@@ -83,7 +83,7 @@ def measure(url: str, t0: float, app: subprocess.Popen) -> dict:
     from berteval.serve import LIMITS  # after the page is up: importing torch here would slow the app's start
     http = httpx.Client(base_url=url, timeout=600)
     calls = {"first_answer_s": ("/answer", ["default", QUESTION, CONTEXT]),
-             "first_classify_s": ("/classify", ["default", SENTENCES[0], "mean"]),
+             "first_classify_s": ("/classify", ["default", SENTENCES[0], "mean", "sst2", ""]),
              "warm_answer_s": ("/answer", ["default", QUESTION, CONTEXT]),
              "limit_context_s": ("/answer", ["default", QUESTION, limit_context(LIMITS["context"])])}
     out["failures"] = []

@@ -47,12 +47,12 @@ def request(i: int) -> tuple[str, list]:
     classify and next-sentence on each model in turn and answer on the default (the one with a QA head)."""
     if len(MODELS) == 1:
         if i % 2 == 0:
-            return "classify", [MODELS[0], SENTENCES[i // 2 % len(SENTENCES)], "mean"]
+            return "classify", [MODELS[0], SENTENCES[i // 2 % len(SENTENCES)], "mean", "sst2", ""]
         return "answer", [MODELS[0], QUESTION, CONTEXT]
     model = MODELS[i // 3 % len(MODELS)]
     kind = i % 3
     if kind == 0:
-        return "classify", [model, SENTENCES[i // 3 % len(SENTENCES)], "mean"]
+        return "classify", [model, SENTENCES[i // 3 % len(SENTENCES)], "mean", "sst2", ""]
     if kind == 1:
         return "next_sentence", [model, SENTENCES[i % len(SENTENCES)], SENTENCES[(i + 1) % len(SENTENCES)]]
     return "answer", ["default", QUESTION, CONTEXT]
