@@ -513,7 +513,8 @@ def test_models_side_by_side_view_and_the_pooler_minus_cls_effect(tmp_path):
     stars = [t for t in fig.data if t.name == "published (not ranked)"]
     assert stars and all(t.marker.symbol == "star-open" for t in stars)
     drawn = sorted(round(y, 4) for t in stars for y in t.y)
-    assert drawn == [0.8413, 0.844, 0.926, 0.927]  # SST-2 probe (cls, mean) and fine-tune (with and without NSP)
+    # SST-2 probe (Sentence-BERT cls, mean), fine-tune (BERT with and without NSP, BERT-Mini, RoBERTa's two inputs)
+    assert drawn == [0.8413, 0.844, 0.859, 0.926, 0.927, 0.927, 0.929]
     effect = compare.pooler_effect_figure(df)
     assert "pooler minus cls" in effect.layout.title.text and len(effect.data) == 1 + len(eff)
     assert "nothing" not in _titles(compare.pooler_effect_figure(df))
@@ -522,8 +523,16 @@ def test_models_side_by_side_view_and_the_pooler_minus_cls_effect(tmp_path):
 
 def test_references_carry_citations_and_stay_out_of_ranks_findings_and_table(full):
     refs = references.references()
-    assert len(refs) == 7 and refs["citation"].str.contains(r"(?:Devlin|Reimers) .* 2019").all()
-    got = {(r.where.split(" (")[0], r.task, r.pooling, r.metric, "No NSP" in r.where): r.value for r in refs.itertuples()}
+    assert len(refs) == 25 and refs["citation"].str.contains(r"(?:Devlin|Reimers|Turc|Liu|Sanh) .* 2019").all()
+    first = refs[refs["citation"].str.match(r"(?:Devlin|Reimers)") & refs["task"].isin(["sst2", "squad"])]
+    got = {(r.where.split(" (")[0], r.task, r.pooling, r.metric, "No NSP" in r.where): r.value for r in first.itertuples()}
+    # the pair-task rows (issue 25), each as printed in its source
+    pairs = {(r.citation.split(" ")[0], r.task, r.metric, "No NSP" in r.where or "no NSP" in r.model): r.value
+             for r in refs[~refs.index.isin(first.index)].itertuples()}
+    assert pairs[("Devlin", "mrpc", "accuracy", False)] == 86.7 and pairs[("Devlin", "mrpc", "accuracy", True)] == 86.5
+    assert pairs[("Devlin", "qnli", "accuracy", False)] == 88.4 and pairs[("Devlin", "qnli", "accuracy", True)] == 84.9
+    assert pairs[("Turc", "stsb", "pearson", False)] == 75.4 and pairs[("Turc", "rte", "accuracy", False)] == 57.9
+    assert pairs[("Liu", "squad", "f1", False)] == 90.4 and pairs[("Liu", "squad", "f1", True)] == 90.6
     assert got == {("Table 5", "sst2", "pooler", "accuracy", False): 92.7, ("Table 5", "sst2", "pooler", "accuracy", True): 92.6,
                    ("Table 2", "squad", "span", "exact_match", False): 80.8,
                    ("Table 2", "squad", "span", "f1", False): 88.5, ("Table 5", "squad", "span", "f1", True): 87.9,
