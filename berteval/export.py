@@ -19,6 +19,7 @@ from pathlib import Path
 import yaml
 
 from . import record_lookup
+from .errors import BertevalError
 from .records import RunRecord, read_records
 from .stats import summarise
 from .store import Store, write_atomic
@@ -117,12 +118,31 @@ def command(args) -> int:
         print(f"skipped {p}", file=sys.stderr)
     index = model_index(args.model, records, args.source_url, _shown(store.root))
     text = to_yaml(index)
+    if args.card:
+        return _write_card(args.model, index, store.root)
     if args.out:
         write_atomic(Path(args.out), text.encode("utf-8"))  # a cut write keeps the old file, and says so
         n = len(index[0]["results"])
         print(f"wrote {args.out}: model-index of {index[0]['name']}, {n} result(s)")
     else:
         sys.stdout.write(text)
+    return 0
+
+
+def _write_card(name: str, index: list[dict], root: Path) -> int:
+    """A pre-trained twin's model card rendered again from its derivation record, now with the model-index."""
+    import json
+
+    from .derive import model_card
+    from .models.pretrained import PRETRAINED, RECORD, folder
+
+    if name not in PRETRAINED:
+        raise BertevalError(f"--card writes the model card of a model berteval pre-trained ({', '.join(PRETRAINED)}); "
+                            f"for {name} write the YAML with --out and paste it into its card")
+    where = folder(name, root)
+    record = json.loads((where / RECORD).read_text())
+    write_atomic(where / "README.md", model_card.render(record, index).encode("utf-8"))
+    print(f"wrote {where / 'README.md'}: the model card with {len(index[0]['results'])} result(s) in its model-index")
     return 0
 
 
@@ -138,6 +158,9 @@ def add_arguments(p) -> None:
     m = sub.add_parser("model-index", help="the model-index block of a Hugging Face model card, from the records")
     m.add_argument("--model", required=True, help="as --model of run: default, default+nsp-pooler, or a model id")
     m.add_argument("--out", default=None, help="YAML file to write (default: print it)")
+    m.add_argument("--card", action="store_true",
+                   help="a pre-trained twin (wiki-bert-mini, wiki-bert-mini-nonsp): write the index into its model "
+                        "card, the card rendered again from its derivation.json")
     m.add_argument("--results", default=None, help="results folder (default $BERTEVAL_RESULTS, else the committed one)")
     m.add_argument("--source-url", default=None,
                    help=f"url of the source named in each result (default ${SOURCE_ENV}, the Space, else the records path)")

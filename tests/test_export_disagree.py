@@ -29,6 +29,28 @@ def _cli(*args, **kw):
 
 # --- export ---------------------------------------------------------------------------------------------
 
+def test_export_card_writes_a_twins_model_index_into_its_card_and_refuses_other_models(tmp_path):
+    import shutil
+
+    from berteval.models.pretrained import folder
+
+    src = folder("wiki-bert-mini")
+    if not any(r.model == "berteval/wiki-bert-mini" for r in STORE.read("nsp")[0]):
+        pytest.skip("no wiki-bert-mini records committed yet")
+    root = tmp_path / "results"
+    (root / "encoders").mkdir(parents=True)
+    for f in STORE.root.glob("*.jsonl"):
+        shutil.copy(f, root / f.name)
+    shutil.copytree(src, root / "encoders" / "wiki-bert-mini")
+    proc = _cli("export", "model-index", "--model", "wiki-bert-mini", "--card", "--results", str(root))
+    assert proc.returncode == 0, proc.stderr
+    card = ModelCard((root / "encoders" / "wiki-bert-mini" / "README.md").read_text())
+    assert card.data.eval_results and card.data.model_name == "berteval/wiki-bert-mini"
+    assert "Stopped early" in card.text or "stopped_early" not in (src / "derivation.json").read_text()
+    proc = _cli("export", "model-index", "--model", "default", "--card", "--results", str(root))
+    assert proc.returncode == 2 and "--card writes the model card of a model berteval pre-trained" in proc.stderr
+
+
 def test_model_index_of_the_default_model_round_trips_through_huggingface_hub(tmp_path):
     out = tmp_path / "model-index.yaml"
     proc = _cli("export", "model-index", "--model", "default", "--out", str(out))
@@ -40,8 +62,9 @@ def test_model_index_of_the_default_model_round_trips_through_huggingface_hub(tm
     card = ModelCard(f"---\n{text}---\n# card\n")
     assert len(card.data.eval_results) == len(results)
     # One result per task, regime and pooling with records (SQuAD's reports EM beside F1).
-    recs = [r for r in STORE.read("sst2")[0] + STORE.read("nsp")[0] + STORE.read("squad")[0]
-            if r.model == name]
+    from berteval.tasks import TASKS
+
+    recs = [r for task in TASKS for r in STORE.read(task)[0] if r.model == name]
     cells = {(r.task, r.regime, r.pooling) for r in recs}
     seen = {(r.metric_config, r.dataset_type, r.task_type) for r in results}
     configs = {c for c, _, _ in seen}
