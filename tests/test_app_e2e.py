@@ -273,15 +273,19 @@ def test_next_sentence_shows_every_offline_encoder_side_by_side(page):
 
 
 def test_next_sentence_on_wiki_bert_mini_answers_with_its_own_head(page):
-    """The twin pre-trained here with NSP answers with its own head (skipped until its checkpoint is committed)."""
+    """The twin pre-trained here with NSP answers with its own head, and its Inside BERT view shows its masked-LM
+    head's guesses (both twins are committed, so both are in the Encoder box)."""
     from berteval import serve
 
-    if "wiki-bert-mini" not in serve.offline_models():
-        pytest.skip("wiki-bert-mini's checkpoint is not committed yet (python -m berteval pretrain wiki-bert-mini)")
+    assert {"wiki-bert-mini", "wiki-bert-mini-nonsp"} <= set(serve.offline_models())
     _choose_model(page, "wiki-bert-mini")
     _run_example(page, "Next sentence", "nsp-examples", "The Normans gave", "nsp-a", "Does B follow A?")
     expect(page.locator("#nsp-about")).to_contain_text("own pretrained NSP head")
-    expect(page.locator("#nsp-label")).to_contain_text(re.compile(r"IsNext.*\d+%", re.S))
+    expect(page.locator("#nsp-label")).to_contain_text(re.compile(r"(IsNext|NotNext).*\d+%", re.S))
+    _screenshot(page, "nsp_wiki_bert_mini")
+    _run_example(page, "Inside BERT", "inside-examples", "The cat sat on the [MASK]", "inside-text", "Look inside")
+    expect(page.locator("#inside-heads")).to_contain_text("masked LM")
+    _screenshot(page, "inside_wiki_bert_mini")
 
 
 def test_inside_bert_shows_the_heads(page):
