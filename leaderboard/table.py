@@ -63,9 +63,13 @@ def leaderboard_table(df: pd.DataFrame, model=None, task=None, pooling=None, reg
     key = pd.DataFrame({"p": table["pooling"].map(order.index),
                         # layers bottom-up as numbers; "last" after every index
                         "l": table["layer"].map(lambda x: 10**6 if x == "last" else int(x))})
-    table = table.assign(_p=key["p"], _l=key["l"]).sort_values(["model", "task", "regime", "_p", "_l"],
-                                                               kind="stable")
-    return table.drop(columns=["_p", "_l"]).reset_index(drop=True)
+    from berteval.tasks import TASKS
+
+    tasks = list(TASKS)  # the registry's reading order (SST-2 first), not the alphabet's
+    key["t"] = table["task"].map(lambda t: tasks.index(t) if t in tasks else len(tasks))
+    table = table.assign(_p=key["p"], _l=key["l"], _t=key["t"]).sort_values(["model", "_t", "regime", "_p", "_l"],
+                                                                           kind="stable")
+    return table.drop(columns=["_p", "_l", "_t"]).reset_index(drop=True)
 
 
 def choices(df: pd.DataFrame) -> dict[str, list[str]]:

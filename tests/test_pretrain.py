@@ -200,5 +200,5 @@ def test_a_corrupt_prepared_cache_is_rebuilt(corpus, tmp_path, capsys):
 def test_pretrain_refusals(corpus, tmp_path, capsys):
     assert cli.main(["pretrain", "wiki-bert-mini", "--data-dir", str(tmp_path), "--out", str(tmp_path)]) == 2
     assert "wikipedia/" in capsys.readouterr().err
-    assert cli.main(["pretrain", "wiki-bert-mini", "--data-dir", str(corpus), "--device", "cuda:3"]) == 2
+    assert cli.main(["pretrain", "wiki-bert-mini", "--data-dir", str(corpus), "--out", str(tmp_path), "--device", "cuda:3"]) == 2
     assert "not available here" in capsys.readouterr().err
