@@ -68,6 +68,7 @@ def test_findings_leave_the_kfold_estimates_out():
 
 def test_the_disagreement_viewer_names_no_command_line_option(monkeypatch):
     monkeypatch.setattr(leaderboard.disagreements, "texts_dir", lambda: None)  # a server without the data
+    monkeypatch.delenv("BERTEVAL_DATA", raising=False)  # nor the variable CI sets for the tests that read data
     summary, table = app.disagree(MODEL, "sst2", "probe", "0", "mean", "cls")
     assert "141 disagreements" in summary and "not on this server" in summary
     assert "--data-dir" not in summary and "BERTEVAL_DATA" not in summary and len(table) == 50
