@@ -45,7 +45,7 @@ class TrainConfig:
     # Recompute each encoder layer's activations in the backward pass instead of keeping them: a SQuAD batch
     # of 32 windows x 384 tokens holds ~6.5 GB of activations (attention scores, softmax and dropout masks of
     # 6 layers), ~1.9 GB recomputed; one more forward pass per step. The weights it produces are bit for bit
-    # the same (dropout masks are replayed from the saved RNG state; tests/test_training_memory.py).
+    # the same (dropout masks are replayed from the saved RNG state; tests/core/test_training_memory.py).
     # It also fixes glibc's mmap threshold for the process (`lean_heap`): the allocator, not the numbers.
     activation_checkpointing: bool = False
     stop_after_steps: int | None = None  # for tests: simulate a kill after this many steps
@@ -183,6 +183,7 @@ def train(model: torch.nn.Module, dataset, collate: Callable, loss_fn: Callable,
     total = max(1, int(round(cfg.epochs * steps_per_epoch)))
     params, optimizer, scheduler = _optimiser(model, cfg, total)
     model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
+    _save_trained_weights_only(accelerator)
     result = _resume(accelerator, cfg)
     result.lean_heap = lean
     selection = _Selection(cfg, result, on_epoch_end)
@@ -248,6 +249,44 @@ def checkpoint_activations(model: torch.nn.Module) -> None:
         raise BertevalError(f"activation checkpointing needs a transformers model that supports it; "
                             f"{type(model).__name__} does not")
     inner.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+
+
+CHECKPOINT_WEIGHTS = "model.safetensors"  # accelerate's file for the first prepared model's weights
+
+
+def _save_trained_weights_only(accelerator) -> None:
+    """Checkpoints keep only the weights that train. A LoRA run's frozen weights are the base model's, loaded
+    again from it when the run restarts, so saving them wrote ~90 MB per checkpoint for MiniLM where the
+    trained ones are ~4 MB: small enough to commit a long run's resume state (files under 9.5 MiB) when the
+    machine may be replaced before it ends. A full fine-tune trains every weight and saves them all."""
+    def trainable(model) -> set[str]:
+        return {n for n, p in accelerator.unwrap_model(model).named_parameters() if p.requires_grad}
+
+    def before_save(models, weights, output_dir) -> None:
+        for model, state in zip(models, weights):
+            keep = trainable(model)
+            for name in [n for n in state if n not in keep]:
+                del state[name]
+
+    def before_load(models, input_dir) -> None:
+        from safetensors.torch import load_file
+
+        path = Path(input_dir) / CHECKPOINT_WEIGHTS
+        if len(models) != 1 or not path.is_file():
+            return  # several models or another file layout: accelerate loads them as it saved them
+        model = accelerator.unwrap_model(models[0])
+        state = load_file(str(path))
+        names = {n for n, _ in model.named_parameters()} | {n for n, _ in model.named_buffers()}
+        unknown, untrained = set(state) - names, trainable(models[0]) - set(state)
+        if unknown or untrained:
+            raise BertevalError(f"the checkpoint in {input_dir} is not this run's: "
+                                f"{len(unknown)} weights it does not have, {len(untrained)} trained weights missing "
+                                f"(e.g. {sorted(unknown or untrained)[0]}). Remove the folder to start again.")
+        model.load_state_dict(state, strict=False)  # the rest are frozen: the base model's, loaded already
+        models.pop(0)  # loaded here; accelerate's own loader would insist on every weight
+
+    accelerator.register_save_state_pre_hook(before_save)
+    accelerator.register_load_state_pre_hook(before_load)
 
 
 def _resume(accelerator, cfg: TrainConfig) -> TrainResult:

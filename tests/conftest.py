@@ -4,6 +4,11 @@ Everything here is offline and takes milliseconds: a 2-layer, 16-wide BERT with 
 hand-written WordPiece vocabulary, saved with save_pretrained so berteval loads it
 through exactly the path a real checkpoint takes. Slow tests (real model on real data)
 are opt-in: `pytest -m slow` or BERTEVAL_SLOW=1.
+
+The tests live in one folder per concept (core, qa, derive, leaderboard, app, e2e). What more than one
+folder uses lives here, not in a test module: fixtures (tiny models, SST-2, GLUE pair and SQuAD files) are
+found by name from every folder, and helpers are imported as `from conftest import ...` (pytest puts this
+folder on sys.path when it loads this file, as it does each test file's own folder).
 """
 
 from __future__ import annotations
@@ -14,7 +19,6 @@ import tempfile
 from pathlib import Path
 
 import pytest
-import torch
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED_DATA = REPO.parent / "shared" / "data"
@@ -29,6 +33,7 @@ def docs_text() -> str:
 WORDS = ["good", "great", "fine", "bad", "awful", "poor", "movie", "film", "plot", "the", "a", "is", "was",
          "very", "not", "and", "it", "story", "acting", "fun", "dull", "sun", "rain", "cat", "dog", "."]
 POSITIVE, NEGATIVE = ["good", "great", "fine", "fun"], ["bad", "awful", "poor", "dull"]
+FILLER = ["the", "movie", "film", "plot", "was", "is", "very", "and", "it", "story", "acting"]
 
 
 # Everything a test session writes goes under one temporary folder, set before any test module
@@ -85,6 +90,7 @@ def tiny_config(**kw):
 def save_tiny(folder: Path, kind: str = "pretraining", seed: int = 0) -> Path:
     """kind: 'pretraining' (pooler + NSP head), 'nopooler' (BertModel without pooler),
     'distilbert' (no pooler in the architecture), 'base' (BertModel with a trained-looking pooler)."""
+    import torch
     from transformers import BertForPreTraining, BertModel, DistilBertConfig, DistilBertModel
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -124,7 +130,7 @@ def tiny_sst2(tmp_path_factory) -> Path:
 
     root = tmp_path_factory.mktemp("data")
     rng = random.Random(0)
-    filler = ["the", "movie", "film", "plot", "was", "is", "very", "and", "it", "story", "acting"]
+    filler = FILLER
 
     def rows(n):
         out = []
@@ -139,3 +145,110 @@ def tiny_sst2(tmp_path_factory) -> Path:
     (root / "sst2" / "train.tsv").write_text(rows(120))
     (root / "sst2" / "dev.tsv").write_text(rows(40))
     return root
+
+
+@pytest.fixture(scope="module")
+def glue_dir(tmp_path_factory) -> Path:
+    """glue/{MRPC,RTE,STS-B,QNLI}/ in GLUE's TSV layout; a pair's label follows whether both sentences agree."""
+    import random
+
+    root = tmp_path_factory.mktemp("glue")
+    rng = random.Random(0)
+
+    def sentence(word):
+        words = rng.sample(FILLER, 3) + [word]
+        rng.shuffle(words)
+        return " ".join(words)
+
+    def pairs(n):
+        out = []
+        for i in range(n):
+            same = i % 2 == 0
+            a = rng.choice(POSITIVE)
+            b = rng.choice(POSITIVE) if same else rng.choice(NEGATIVE)
+            out.append((sentence(a), sentence(b), same))
+        return out
+
+    def write(folder, name, header, rows):
+        (root / "glue" / folder).mkdir(parents=True, exist_ok=True)
+        (root / "glue" / folder / name).write_text("\t".join(header) + "\n" + "".join("\t".join(map(str, r)) + "\n"
+                                                                                      for r in rows))
+
+    for split, n in (("train.tsv", 120), ("dev.tsv", 40)):
+        p = pairs(n)
+        write("MRPC", split, ["Quality", "#1 ID", "#2 ID", "#1 String", "#2 String"],
+              [(int(s), i, i + 1, a, b) for i, (a, b, s) in enumerate(p)])
+        write("RTE", split, ["index", "sentence1", "sentence2", "label"],
+              [(i, a, b, "entailment" if s else "not_entailment") for i, (a, b, s) in enumerate(p)])
+        write("STS-B", split, ["index", "genre", "filename", "year", "old_index", "source1", "source2", "sentence1",
+                               "sentence2", "score"],
+              [(i, "g", "f", "y", i, "s", "s", a, b, f"{(4.5 if s else 0.5) + rng.random() * 0.5:.3f}")
+               for i, (a, b, s) in enumerate(p)])
+    write("QNLI", "dev.tsv", ["index", "question", "sentence", "label"],
+          [(i, a, b, "entailment" if s else "not_entailment") for i, (a, b, s) in enumerate(pairs(60))])
+    return root
+
+
+def tiny_context(rng, n: int) -> str:
+    """n words of the tiny vocabulary and a final full stop: a SQuAD context the tiny models can read."""
+    return " ".join(rng.choice([w for w in WORDS if w != "."], size=n).tolist()) + " ."
+
+
+@pytest.fixture(scope="module")
+def tiny_squad_qa(tmp_path_factory) -> Path:
+    """A data dir with squad/train-subset.json (6 articles, 1 gold answer each) and squad/dev-v1.1.json
+    (3 articles, 2 golds each) in SQuAD v1.1's layout; every answer is one word of its 40-word context."""
+    import json
+
+    import numpy as np
+
+    root = tmp_path_factory.mktemp("squad")
+    rng = np.random.default_rng(1)
+
+    def articles(prefix, n, golds):
+        out = []
+        for a in range(n):
+            context = tiny_context(rng, 40)
+            words = context.split(" ")
+            qas = []
+            for q in range(3):
+                k = int(rng.integers(0, len(words) - 2))
+                text = words[k]
+                start = len(" ".join(words[:k])) + (1 if k else 0)
+                answers = [{"text": text, "answer_start": start}] * golds
+                qas.append({"id": f"{prefix}{a}-{q}", "question": "what is the plot", "answers": answers})
+            out.append({"title": f"{prefix}{a}", "paragraphs": [{"context": context, "qas": qas}]})
+        return {"data": out, "version": "1.1"}
+
+    (root / "squad").mkdir()
+    (root / "squad" / "train-subset.json").write_text(json.dumps(articles("t", 6, 1)))
+    (root / "squad" / "dev-v1.1.json").write_text(json.dumps(articles("d", 3, 2)))
+    return root
+
+
+def squad_spec(model_dir, data_dir, out, regime, **kw):
+    """A small SQuAD RunSpec for the tiny models (32-token windows, stride 8, seed 0, one epoch of 4)."""
+    from berteval import runs
+    from berteval.tasks import get
+
+    base = dict(task=get("squad"), model=str(model_dir), regime=regime, seeds=[0], data_dir=data_dir, out=out,
+                progress=False, max_length=32, doc_stride=8)
+    if regime != "pretrained":  # a pretrained head trains nothing: its contract refuses training options
+        base.update(epochs=1, batch_size=4)
+    base.update(kw)
+    return runs.RunSpec(**base)
+
+
+def make_record(**kw):
+    """A valid RunRecord; keyword arguments replace its fields."""
+    from berteval import records
+
+    base = dict(
+        schema_version=records.SCHEMA_VERSION, run_id="abc", timestamp="2026-12-02T00:00:00+00:00",
+        model="m", model_revision="r", task="sst2", task_version="1", data_sha256="d", split="validation",
+        pooling="cls", regime="probe", layer=-1, seed=0, metrics={"accuracy": 0.8}, main_metric="accuracy",
+        n_train=10, n_eval=5, config={}, versions={"python": "3"}, git_commit="x", device="cpu", dtype="fp32",
+        wall_s=1.0,
+    )
+    base.update(kw)
+    return records.RunRecord(**base)

@@ -12,7 +12,7 @@ from berteval.metrics import squad as squad_metrics
 from berteval.qa import inference as qa
 from berteval.regimes import kfold
 from berteval.tasks import get
-from test_squad import _spec, tiny_squad_qa  # noqa: F401 (a fixture)
+from conftest import squad_spec
 
 
 def test_folds_split_articles_and_balance_questions():
@@ -43,7 +43,7 @@ def test_every_dev_question_is_held_out_exactly_once(tiny_squad_qa):
 @pytest.fixture(scope="module")
 def kfold_run(tiny_models, tiny_squad_qa, tmp_path_factory):
     out = tmp_path_factory.mktemp("kfold")
-    report = runs.run(_spec(tiny_models["pretraining"], tiny_squad_qa, out, "finetune-lora-plus", folds=2))
+    report = runs.run(squad_spec(tiny_models["pretraining"], tiny_squad_qa, out, "finetune-lora-plus", folds=2))
     return out, report
 
 
@@ -69,14 +69,14 @@ def test_kfold_writes_two_folds_then_the_estimate_with_the_served_adapter(kfold_
 
 def test_kfold_rerun_skips_every_finished_cell(kfold_run, tiny_models, tiny_squad_qa):
     out, report = kfold_run
-    again = runs.run(_spec(tiny_models["pretraining"], tiny_squad_qa, out, "finetune-lora-plus", folds=2))
+    again = runs.run(squad_spec(tiny_models["pretraining"], tiny_squad_qa, out, "finetune-lora-plus", folds=2))
     assert again.written == [] and again.skipped == [r.run_id for r in report.written]
 
 
 def test_lora_plus_adapter_reloads_with_its_biases_and_layernorms(tiny_models, tiny_squad_qa, tmp_path):
     from safetensors import safe_open
 
-    rec = runs.run(_spec(tiny_models["pretraining"], tiny_squad_qa, tmp_path, "finetune-lora-plus")).written[0]
+    rec = runs.run(squad_spec(tiny_models["pretraining"], tiny_squad_qa, tmp_path, "finetune-lora-plus")).written[0]
     folder = tmp_path / rec.config["adapter_dir"]
     with safe_open(str(folder / "adapter_model.safetensors"), "pt") as fh:
         keys = list(fh.keys())
@@ -91,7 +91,7 @@ def test_lora_plus_adapter_reloads_with_its_biases_and_layernorms(tiny_models, t
 
 
 def test_full_finetune_keeps_no_artifact(tiny_models, tiny_squad_qa, tmp_path):
-    rec = runs.run(_spec(tiny_models["pretraining"], tiny_squad_qa, tmp_path, "finetune-full")).written[0]
+    rec = runs.run(squad_spec(tiny_models["pretraining"], tiny_squad_qa, tmp_path, "finetune-full")).written[0]
     assert rec.regime == "finetune-full" and "adapter_dir" not in rec.config
     assert rec.config["artifact"].startswith("none") and rec.config["training"]["trained"].startswith("every weight")
     assert not (tmp_path / "adapters").exists()
@@ -103,7 +103,7 @@ def test_full_finetune_keeps_no_artifact(tiny_models, tiny_squad_qa, tmp_path):
     ("finetune", {"folds": 1}, "at least 2 folds"),
 ])
 def test_kfold_refuses_what_it_cannot_do(regime, kw, message, tiny_models, tiny_squad_qa, tmp_path):
-    spec = _spec(tiny_models["pretraining"], tiny_squad_qa, tmp_path, regime, **{"folds": 2, **kw})
+    spec = squad_spec(tiny_models["pretraining"], tiny_squad_qa, tmp_path, regime, **{"folds": 2, **kw})
     with pytest.raises(BertevalError, match=message):
         runs.run(spec)
 
@@ -112,7 +112,7 @@ def test_the_leaderboard_lists_kfold_records_apart_and_never_ranks_them(kfold_ru
     import leaderboard
 
     out, report = kfold_run
-    official = runs.run(_spec(tiny_models["pretraining"], tiny_squad_qa, out, "finetune")).written[0]
+    official = runs.run(squad_spec(tiny_models["pretraining"], tiny_squad_qa, out, "finetune")).written[0]
     v = leaderboard.views(paths=[out])
     assert list(v["estimates"]["run_id"]) == [r.run_id for r in report.written]  # folds and estimate, apart
     assert set(v["table"]["regime"]) == {"finetune"} and official.run_id in " ".join(v["table"]["run_ids"])

@@ -1,6 +1,7 @@
 """The app's Leaderboard tab, in process (no browser): the first view, figures on demand, the estimates
 following the filters, findings without k-fold records, and a disagreement viewer that speaks to a visitor.
-The browser checks (the first view within 2 s of a click, a filter change within 1 s) are in test_app_e2e.py."""
+The browser checks (the first view within 2 s of a click, a filter change within 1 s) are in
+tests/e2e/test_app_e2e.py."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ from berteval.errors import BertevalError
 from berteval.qa.decode import best_spans
 from berteval.qa.windows import make_windows
 from berteval.tasks import get
-from conftest import WORDS
+from conftest import WORDS, squad_spec, tiny_context
 
 
 # --- metrics -------------------------------------------------------------------------------
@@ -86,14 +86,10 @@ def test_window_without_context_gives_no_candidates():
 
 # --- features --------------------------------------------------------------------------------
 
-def _context(rng, n):
-    return " ".join(rng.choice([w for w in WORDS if w != "."], size=n).tolist()) + " ."
-
-
 def test_every_training_answer_maps_back_to_its_text_across_windows(tiny_models):
     tok = models.load(str(tiny_models["pretraining"])).tokenizer
     rng = np.random.default_rng(0)
-    contexts = [_context(rng, 60) for _ in range(6)]
+    contexts = [tiny_context(rng, 60) for _ in range(6)]
     questions, starts, texts = [], [], []
     for i, c in enumerate(contexts):
         words = c.split(" ")
@@ -127,44 +123,9 @@ def test_empty_question_or_context_is_a_clear_error(tiny_models):
 
 # --- end to end on a tiny model --------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def tiny_squad_qa(tmp_path_factory):
-    root = tmp_path_factory.mktemp("squad")
-    rng = np.random.default_rng(1)
-
-    def articles(prefix, n, golds):
-        out = []
-        for a in range(n):
-            context = _context(rng, 40)
-            words = context.split(" ")
-            qas = []
-            for q in range(3):
-                k = int(rng.integers(0, len(words) - 2))
-                text = words[k]
-                start = len(" ".join(words[:k])) + (1 if k else 0)
-                answers = [{"text": text, "answer_start": start}] * golds
-                qas.append({"id": f"{prefix}{a}-{q}", "question": "what is the plot", "answers": answers})
-            out.append({"title": f"{prefix}{a}", "paragraphs": [{"context": context, "qas": qas}]})
-        return {"data": out, "version": "1.1"}
-
-    (root / "squad").mkdir()
-    (root / "squad" / "train-subset.json").write_text(json.dumps(articles("t", 6, 1)))
-    (root / "squad" / "dev-v1.1.json").write_text(json.dumps(articles("d", 3, 2)))
-    return root
-
-
-def _spec(model_dir, data_dir, out, regime, **kw):
-    base = dict(task=get("squad"), model=str(model_dir), regime=regime, seeds=[0], data_dir=data_dir, out=out,
-                progress=False, max_length=32, doc_stride=8)
-    if regime != "pretrained":  # a pretrained head trains nothing: its contract refuses training options
-        base.update(epochs=1, batch_size=4)
-    base.update(kw)
-    return runs.RunSpec(**base)
-
-
 @pytest.mark.parametrize("regime", ["probe", "finetune"])
 def test_trained_regimes_write_records_predictions_and_resume(regime, tiny_models, tiny_squad_qa, tmp_path):
-    rep = runs.run(_spec(tiny_models["pretraining"], tiny_squad_qa, tmp_path, regime))
+    rep = runs.run(squad_spec(tiny_models["pretraining"], tiny_squad_qa, tmp_path, regime))
     rec = rep.written[0]
     assert rec.task == "squad" and rec.pooling == "span" and rec.regime == regime and rec.n_eval == 9
     assert set(rec.metrics) == {"exact_match", "f1"} and 0 <= rec.metrics["f1"] <= 100
@@ -175,12 +136,12 @@ def test_trained_regimes_write_records_predictions_and_resume(regime, tiny_model
     if regime == "finetune":
         assert (tmp_path / rec.config["adapter_dir"] / "adapter_model.safetensors").is_file()
     assert records.read_records([tmp_path / "squad.jsonl"])[1] == []
-    again = runs.run(_spec(tiny_models["pretraining"], tiny_squad_qa, tmp_path, regime))
+    again = runs.run(squad_spec(tiny_models["pretraining"], tiny_squad_qa, tmp_path, regime))
     assert again.written == [] and again.skipped == [rec.run_id]
 
 
 def test_finetuned_adapter_reloads_with_the_same_answers(tiny_models, tiny_squad_qa, tmp_path):
-    rec = runs.run(_spec(tiny_models["pretraining"], tiny_squad_qa, tmp_path, "finetune")).written[0]
+    rec = runs.run(squad_spec(tiny_models["pretraining"], tiny_squad_qa, tmp_path, "finetune")).written[0]
     model = qa.load_adapter(tmp_path / rec.config["adapter_dir"])
     preds = json.loads((tmp_path / rec.predictions_file).read_text())
     data = get("squad").load(tiny_squad_qa)
@@ -192,7 +153,7 @@ def test_finetuned_adapter_reloads_with_the_same_answers(tiny_models, tiny_squad
 
 def test_pretrained_regime_refuses_a_checkpoint_without_qa_head(tiny_models, tiny_squad_qa, tmp_path):
     with pytest.raises(BertevalError, match="no trained QA head.*random"):
-        runs.run(_spec(tiny_models["pretraining"], tiny_squad_qa, tmp_path, "pretrained"))
+        runs.run(squad_spec(tiny_models["pretraining"], tiny_squad_qa, tmp_path, "pretrained"))
 
 
 def test_pretrained_regime_scores_a_real_qa_head(tiny_squad_qa, tmp_path):
@@ -204,7 +165,7 @@ def test_pretrained_regime_scores_a_real_qa_head(tiny_squad_qa, tmp_path):
     folder.mkdir()
     _tokenizer(folder).save_pretrained(folder)
     BertForQuestionAnswering(tiny_config()).save_pretrained(folder)
-    rec = runs.run(_spec(folder, tiny_squad_qa, tmp_path / "out", "pretrained")).written[0]
+    rec = runs.run(squad_spec(folder, tiny_squad_qa, tmp_path / "out", "pretrained")).written[0]
     assert rec.regime == "pretrained" and rec.n_train == 0 and rec.n_eval == 9
 
 

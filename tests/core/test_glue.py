@@ -5,58 +5,12 @@ squared-error fine-tune, correlations, paired bootstrap), QNLI's k-fold over dev
 from __future__ import annotations
 
 import json
-import random
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from berteval import cli, runs
 from berteval.tasks import TASKS
-
-POS, NEG = ["good", "great", "fine", "fun"], ["bad", "awful", "poor", "dull"]
-FILLER = ["the", "movie", "film", "plot", "was", "is", "very", "and", "it", "story", "acting"]
-
-
-def _sentence(rng, word):
-    words = rng.sample(FILLER, 3) + [word]
-    rng.shuffle(words)
-    return " ".join(words)
-
-
-@pytest.fixture(scope="module")
-def glue_dir(tmp_path_factory) -> Path:
-    """glue/{MRPC,RTE,STS-B,QNLI}/ in GLUE's TSV layout; a pair's label follows whether both sentences agree."""
-    root = tmp_path_factory.mktemp("glue")
-    rng = random.Random(0)
-
-    def pairs(n):
-        out = []
-        for i in range(n):
-            same = i % 2 == 0
-            a = rng.choice(POS)
-            b = rng.choice(POS) if same else rng.choice(NEG)
-            out.append((_sentence(rng, a), _sentence(rng, b), same))
-        return out
-
-    def write(folder, name, header, rows):
-        (root / "glue" / folder).mkdir(parents=True, exist_ok=True)
-        (root / "glue" / folder / name).write_text("\t".join(header) + "\n" + "".join("\t".join(map(str, r)) + "\n"
-                                                                                      for r in rows))
-
-    for split, n in (("train.tsv", 120), ("dev.tsv", 40)):
-        p = pairs(n)
-        write("MRPC", split, ["Quality", "#1 ID", "#2 ID", "#1 String", "#2 String"],
-              [(int(s), i, i + 1, a, b) for i, (a, b, s) in enumerate(p)])
-        write("RTE", split, ["index", "sentence1", "sentence2", "label"],
-              [(i, a, b, "entailment" if s else "not_entailment") for i, (a, b, s) in enumerate(p)])
-        write("STS-B", split, ["index", "genre", "filename", "year", "old_index", "source1", "source2", "sentence1",
-                               "sentence2", "score"],
-              [(i, "g", "f", "y", i, "s", "s", a, b, f"{(4.5 if s else 0.5) + rng.random() * 0.5:.3f}")
-               for i, (a, b, s) in enumerate(p)])
-    write("QNLI", "dev.tsv", ["index", "question", "sentence", "label"],
-          [(i, a, b, "entailment" if s else "not_entailment") for i, (a, b, s) in enumerate(pairs(60))])
-    return root
 
 
 def _run(task, model, data, out, **kw):

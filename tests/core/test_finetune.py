@@ -64,6 +64,43 @@ def test_a_killed_run_resumes_from_its_saved_step(tiny_models, tiny_sst2, tmp_pa
         assert torch.allclose(a, b, atol=1e-5), k  # the same weights as the run that was never killed
 
 
+def test_a_checkpoint_keeps_only_the_trained_weights_and_still_resumes_exactly(tiny_models, tiny_sst2, tmp_path):
+    """A run with frozen weights (as LoRA's) saves only what trains: the frozen ones are the base model's, loaded
+    again on restart. The resumed run ends with the never-killed run's weights; a checkpoint of another model
+    is refused rather than half-loaded."""
+    from safetensors.torch import load_file
+
+    m = models.load(str(tiny_models["pretraining"]))
+    ds = _dataset(m, tiny_sst2)
+    collate = collate_fn(m.tokenizer, ds)
+    loss = lambda mm, b: mm(**b)[0]  # noqa: E731
+    base = dict(epochs=1, batch_size=16, lr=1e-3, dtype="fp32", checkpoint_every=4)
+
+    def frozen(seed=0):
+        model = _model(m, seed)
+        for name, p in model.named_parameters():
+            p.requires_grad = "encoder.layer.1." in name or not name.startswith("encoder.")
+        return model
+
+    straight = frozen()
+    training.train(straight, ds, collate, loss, training.TrainConfig(**base), progress=False)
+    ckpt = tmp_path / "ckpt"
+    training.train(frozen(), ds, collate, loss, training.TrainConfig(**base, checkpoint_dir=ckpt, stop_after_steps=5),
+                   progress=False)
+    saved = set(load_file(str(ckpt / "state" / training.CHECKPOINT_WEIGHTS)))
+    trained = {n for n, p in frozen().named_parameters() if p.requires_grad}
+    assert saved == trained and len(saved) < len(frozen().state_dict())
+    resumed_model = frozen(seed=123)
+    resumed = training.train(resumed_model, ds, collate, loss, training.TrainConfig(**base, checkpoint_dir=ckpt),
+                             progress=False)
+    assert resumed.resumed_from_step == 5
+    for (k, a), (_, b) in zip(straight.state_dict().items(), resumed_model.state_dict().items()):
+        assert torch.allclose(a, b, atol=1e-5), k
+    other = _model(m)  # every weight trains: the checkpoint lacks most of them
+    with pytest.raises(BertevalError, match="not this run's"):
+        training.train(other, ds, collate, loss, training.TrainConfig(**base, checkpoint_dir=ckpt), progress=False)
+
+
 def test_short_epochs_do_not_each_write_a_checkpoint_and_a_kill_still_resumes_exactly(tiny_models, tiny_sst2,
                                                                                        tmp_path, monkeypatch):
     """120 sentences in batches of 16: an epoch every 8 steps. With checkpoints every 64 steps, an epoch's end

@@ -9,7 +9,7 @@ from berteval.errors import BertevalError
 from berteval.features import encode_batch
 from berteval.qa import vector
 from berteval.qa.windows import Windows
-from test_squad import _spec, tiny_squad_qa  # noqa: F401  (the fixture is used by name)
+from conftest import squad_spec
 
 
 def test_head_chooses_among_positions_masked_to_context_and_cls():
@@ -27,8 +27,8 @@ def test_head_chooses_among_positions_masked_to_context_and_cls():
     assert loss.item() > 0 and vec.grad.abs().sum() > 0  # the whole answer comes from the one vector
 
 
-def test_one_vector_cells_records_and_one_dev_pass(tiny_models, tiny_squad_qa, tmp_path, monkeypatch):  # noqa: F811
-    token = runs.run(_spec(tiny_models["pretraining"], tiny_squad_qa, tmp_path, "probe")).written[0]
+def test_one_vector_cells_records_and_one_dev_pass(tiny_models, tiny_squad_qa, tmp_path, monkeypatch):
+    token = runs.run(squad_spec(tiny_models["pretraining"], tiny_squad_qa, tmp_path, "probe")).written[0]
     calls = []
 
     def counted(*args, **kw):
@@ -36,10 +36,10 @@ def test_one_vector_cells_records_and_one_dev_pass(tiny_models, tiny_squad_qa, t
         return encode_batch(*args, **kw)
 
     monkeypatch.setattr(vector.features, "encode_batch", counted)
-    runs.run(_spec(tiny_models["pretraining"], tiny_squad_qa, tmp_path / "one", "probe", poolings=["cls"]))
+    runs.run(squad_spec(tiny_models["pretraining"], tiny_squad_qa, tmp_path / "one", "probe", poolings=["cls"]))
     one_cell = len(calls)  # one pass over the training windows and one over dev
     calls.clear()
-    rep = runs.run(_spec(tiny_models["pretraining"], tiny_squad_qa, tmp_path, "probe", poolings=["cls", "mean"],
+    rep = runs.run(squad_spec(tiny_models["pretraining"], tiny_squad_qa, tmp_path, "probe", poolings=["cls", "mean"],
                          seeds=[0, 1]))
     assert len(calls) == one_cell  # four cells, still one pass each: every pooling and seed shares them
     assert [(r.pooling, r.seed) for r in rep.written] == [("cls", 0), ("cls", 1), ("mean", 0), ("mean", 1)]
@@ -50,15 +50,15 @@ def test_one_vector_cells_records_and_one_dev_pass(tiny_models, tiny_squad_qa, t
         assert r.task == "squad" and r.regime == "probe" and set(r.metrics) == {"exact_match", "f1"}
         assert r.config["training"]["trained"].startswith("span head reading one pooled vector")
     assert records.read_records([tmp_path / "squad.jsonl"])[1] == []
-    again = runs.run(_spec(tiny_models["pretraining"], tiny_squad_qa, tmp_path, "probe", poolings=["cls", "mean"],
+    again = runs.run(squad_spec(tiny_models["pretraining"], tiny_squad_qa, tmp_path, "probe", poolings=["cls", "mean"],
                            seeds=[0, 1]))
     assert again.written == [] and len(again.skipped) == 4
 
 
-def test_one_vector_head_refuses_what_it_cannot_read(tiny_models, tiny_squad_qa, tmp_path):  # noqa: F811
+def test_one_vector_head_refuses_what_it_cannot_read(tiny_models, tiny_squad_qa, tmp_path):
     for kw, match in ((dict(poolings=["attention"]), "parameters of its own"), (dict(poolings=["cls"], layers="1"),
                                                                                 "drop --layers")):
         with pytest.raises(BertevalError, match=match):
-            runs.run(_spec(tiny_models["pretraining"], tiny_squad_qa, tmp_path, "probe", **kw))
+            runs.run(squad_spec(tiny_models["pretraining"], tiny_squad_qa, tmp_path, "probe", **kw))
     with pytest.raises(BertevalError, match=r"--regime finetune on squad .* drop --pooling \(--pooling is for --regime probe\)"):
-        runs.run(_spec(tiny_models["pretraining"], tiny_squad_qa, tmp_path, "finetune", poolings=["cls"]))
+        runs.run(squad_spec(tiny_models["pretraining"], tiny_squad_qa, tmp_path, "finetune", poolings=["cls"]))

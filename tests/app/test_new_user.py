@@ -17,8 +17,7 @@ from berteval.cli import main
 from berteval.errors import BertevalError
 from berteval.tasks import get
 
-from conftest import REPO, docs_text
-from test_records import make
+from conftest import REPO, docs_text, make_record
 
 
 def test_a_grid_emptied_by_last_layer_only_is_an_error_not_a_silent_exit_0(capsys, tiny_models, tiny_sst2, tmp_path):
@@ -31,7 +30,7 @@ def test_a_grid_emptied_by_last_layer_only_is_an_error_not_a_silent_exit_0(capsy
 
 def test_validate_says_at_once(tmp_path):
     path = tmp_path / "r.jsonl"
-    path.write_text(make().to_json().replace('"cpu"', '"c\tpu"') + "\n")  # a raw tab inside a JSON string
+    path.write_text(make_record().to_json().replace('"cpu"', '"c\tpu"') + "\n")  # a raw tab inside a JSON string
     _, problems = records.read_records([path])
     # before: "not valid JSON: Invalid control character at at column 5..." (json's message ends in "at")
     assert "Invalid control character at column" in problems[0].message and "at at" not in problems[0].message

@@ -2,8 +2,8 @@
 task, the k-fold estimates following the filters, the new GLUE tasks and the regression kind, reproduce commands
 with the docs' relative paths, and the reason an interval can exclude 0 beside "not significant".
 
-Toy records are real RunRecords (tests/test_leaderboard.py's helpers); the committed records are read where a
-test is about what a visitor sees. Offline and fast: no Gradio, no browser.
+Toy records are real RunRecords (tests/leaderboard/test_leaderboard.py's helpers); the committed records are read
+where a test is about what a visitor sees. Offline and fast: no Gradio, no browser.
 """
 
 from __future__ import annotations

@@ -7,14 +7,14 @@ import platform
 import pytest
 
 from berteval import runs, training
-from test_squad import _spec, tiny_squad_qa  # noqa: F401 (a fixture)
+from conftest import squad_spec
 
 
 @pytest.mark.parametrize("regime", ["finetune", "finetune-full"])
 def test_recomputed_activations_train_the_same_weights(regime, tiny_models, tiny_squad_qa, tmp_path):
     out = {}
     for on in (False, True):  # False: --no-activation-checkpointing
-        rep = runs.run(_spec(tiny_models["pretraining"], tiny_squad_qa, tmp_path / str(on), regime, epochs=2,
+        rep = runs.run(squad_spec(tiny_models["pretraining"], tiny_squad_qa, tmp_path / str(on), regime, epochs=2,
                              activation_checkpointing=on))
         out[on] = rep.written[0]
     plain, recomputed = out[False], out[True]

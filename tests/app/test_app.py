@@ -10,7 +10,6 @@ import pandas as pd
 import pytest
 
 from conftest import REPO
-from test_glue import glue_dir  # noqa: F401 (the tiny GLUE files, a fixture)
 
 pytest.importorskip("gradio", reason="gradio is not installed: pip install -r requirements.txt")
 sys.path.insert(0, str(REPO))  # app.py sits at the repository root
@@ -161,7 +160,7 @@ def test_leaderboard_filters_table_and_csv():
     full = pd.read_csv(csv)
     assert len(full) == len(table) and "model_revision" in full.columns  # the download keeps every column
     assert first.startswith("#### NSP") and estimates == ""  # the first view and the estimates follow the filter
-    # Figures are built when their accordion opens (tests/test_leaderboard_app.py), not on every filter change.
+    # Figures are built when their accordion opens (tests/app/test_leaderboard_app.py), not on every filter change.
     figures = app.board_figures("all", "nsp", "all", "all", ("ablation",))
     assert len(figures) == len(app.FIGURES) and figures[0].type == "plotly" and set(figures[1:]) == {None}
 

@@ -8,7 +8,6 @@ the committed bf16 fine-tunes (trained, so still autocast), stay exactly as they
 import copy
 import dataclasses
 import json
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -24,8 +23,9 @@ from berteval.regimes.finetune import PooledFinetune
 from berteval.regimes.probe import PooledProbe
 from berteval.regimes.span import SpanFinetune, SpanProbe
 from berteval.tasks import get
+from conftest import REPO
 
-RESULTS = Path(__file__).resolve().parent.parent / "leaderboard" / "results"
+RESULTS = REPO / "leaderboard" / "results"
 TEXTS = ["good movie", "the plot was very dull and the acting poor", "fun", "it is a fine film .", "bad"]
 
 

@@ -3,23 +3,12 @@
 import json
 
 from berteval import records, store
-
-
-def make(**kw):
-    base = dict(
-        schema_version=records.SCHEMA_VERSION, run_id="abc", timestamp="2026-12-02T00:00:00+00:00",
-        model="m", model_revision="r", task="sst2", task_version="1", data_sha256="d", split="validation",
-        pooling="cls", regime="probe", layer=-1, seed=0, metrics={"accuracy": 0.8}, main_metric="accuracy",
-        n_train=10, n_eval=5, config={}, versions={"python": "3"}, git_commit="x", device="cpu", dtype="fp32",
-        wall_s=1.0,
-    )
-    base.update(kw)
-    return records.RunRecord(**base)
+from conftest import make_record
 
 
 def test_round_trip(tmp_path):
     path = tmp_path / "r.jsonl"
-    a, b = make(run_id="a"), make(run_id="b", pooling="mean", paired_tests=[{"p_value": 0.5}])
+    a, b = make_record(run_id="a"), make_record(run_id="b", pooling="mean", paired_tests=[{"p_value": 0.5}])
     store.append_record(path, a)
     store.append_record(path, b)
     got, problems = records.read_records([path])
@@ -30,7 +19,7 @@ def test_round_trip(tmp_path):
 
 def test_bad_lines_reported_with_line_numbers_rest_kept(tmp_path):
     path = tmp_path / "r.jsonl"
-    good = make().to_json()
+    good = make_record().to_json()
     missing = json.loads(good)
     del missing["seed"]
     wrong_type = json.loads(good)
@@ -38,7 +27,7 @@ def test_bad_lines_reported_with_line_numbers_rest_kept(tmp_path):
     bad_metric = json.loads(good)
     bad_metric["main_metric"] = "f1"
     path.write_text("\n".join([good, "{not json", json.dumps(missing), json.dumps(wrong_type),
-                               json.dumps(bad_metric), make(run_id="abd").to_json()]) + "\n")
+                               json.dumps(bad_metric), make_record(run_id="abd").to_json()]) + "\n")
     got, problems = records.read_records([path])
     assert len(got) == 2
     by_line = {p.line: p.message for p in problems}
@@ -52,12 +41,12 @@ def test_bad_lines_reported_with_line_numbers_rest_kept(tmp_path):
 
 def test_cut_off_last_line_is_reported_and_next_append_starts_clean(tmp_path):
     path = tmp_path / "r.jsonl"
-    store.append_record(path, make(run_id="a"))
+    store.append_record(path, make_record(run_id="a"))
     with open(path, "a") as fh:
-        fh.write(make(run_id="half").to_json()[:40])  # a write killed half way
+        fh.write(make_record(run_id="half").to_json()[:40])  # a write killed half way
     got, problems = records.read_records([path])
     assert [r.run_id for r in got] == ["a"] and problems[0].line == 2 and "unterminated" in problems[0].message
-    store.append_record(path, make(run_id="b"))
+    store.append_record(path, make_record(run_id="b"))
     got, problems = records.read_records([path])
     assert [r.run_id for r in got] == ["a", "b"]
     assert len(problems) == 1 and problems[0].line == 2
@@ -76,11 +65,11 @@ def test_run_id_is_stable_and_order_free():
 def test_only_rank_zero_writes_under_a_multi_process_launch(tmp_path, monkeypatch):
     path = tmp_path / "r.jsonl"
     monkeypatch.setenv("RANK", "1")
-    store.append_record(path, make(run_id="a"))
+    store.append_record(path, make_record(run_id="a"))
     store.Store(tmp_path).write_json("p.json", {"x": 1})
     assert not path.exists() and not (tmp_path / "p.json").exists()
     monkeypatch.setenv("RANK", "0")
-    store.append_record(path, make(run_id="a"))
+    store.append_record(path, make_record(run_id="a"))
     assert path.exists()
 
 

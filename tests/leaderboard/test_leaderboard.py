@@ -139,7 +139,7 @@ def test_different_setups_are_not_averaged_and_get_labels(tmp_path):
     assert sorted(agg["mean"]) == [0.6, 0.8]
     assert sorted(data.setup_labels(agg)) == ["train 10", "train 100"]
     # The ablation draws each group's main setup (the largest training set) only: a label per setup ran into the
-    # next panel, and the smaller sizes are the learning curves' (tests/test_learning_curves.py).
+    # next panel, and the smaller sizes are the learning curves' (tests/core/test_learning_curves.py).
     means = next(t for t in figures.pooling_ablation(df).data if t.name == "mean of seeds")
     assert list(means.x[1]) == ["cls"] and list(means.y) == [0.8]
 

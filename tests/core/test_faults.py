@@ -23,7 +23,7 @@ import berteval
 from berteval import features, models, records, runs, store
 from berteval.tasks import get
 
-from test_records import make
+from conftest import make_record
 
 TEXTS = ["good movie", "the plot was very dull and the acting poor", "fun", "it is a fine film .",
          "bad film", "a great story"]
@@ -31,8 +31,8 @@ TEXTS = ["good movie", "the plot was very dull and the acting poor", "fun", "it 
 
 def _env() -> dict:
     """The test's environment (its own feature cache) for a child process, which imports this checkout's
-    berteval, whichever tree the tests were started from, and these tests' helpers."""
-    paths = [str(Path(berteval.__file__).resolve().parent.parent), str(Path(__file__).resolve().parent)]
+    berteval, whichever tree the tests were started from, and these tests' helpers (tests/conftest.py)."""
+    paths = [str(Path(berteval.__file__).resolve().parent.parent), str(Path(__file__).resolve().parent.parent)]
     return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
 
 
@@ -162,8 +162,9 @@ def _lines(*recs) -> bytes:
 
 def test_invalid_utf8_is_one_bad_line_and_every_other_line_and_file_still_counts(tmp_path):
     bad, good = tmp_path / "bad.jsonl", tmp_path / "good.jsonl"
-    bad.write_bytes(_lines(make(run_id="a")) + b'{"run_id": "\xff\xfe"}\n' + _lines(make(run_id="b", seed=1)))
-    good.write_bytes(_lines(make(run_id="c", seed=2)))
+    bad.write_bytes(_lines(make_record(run_id="a")) + b'{"run_id": "\xff\xfe"}\n'
+                    + _lines(make_record(run_id="b", seed=1)))
+    good.write_bytes(_lines(make_record(run_id="c", seed=2)))
     got, problems = records.read_records([bad, good])
     assert [r.run_id for r in got] == ["a", "b", "c"]
     assert [(p.line, "not valid UTF-8" in p.message) for p in problems] == [(2, True)]
@@ -178,7 +179,7 @@ def test_invalid_utf8_is_one_bad_line_and_every_other_line_and_file_still_counts
 
 def test_a_duplicated_run_id_counts_once_and_fails_validate(tmp_path):
     path = tmp_path / "sst2.jsonl"
-    path.write_bytes(_lines(make(run_id="a"), make(run_id="b", seed=1), make(run_id="a")))
+    path.write_bytes(_lines(make_record(run_id="a"), make_record(run_id="b", seed=1), make_record(run_id="a")))
     got, problems = records.read_records([path])
     assert [r.run_id for r in got] == ["a", "b"]
     assert len(problems) == 1 and problems[0].line == 3 and "duplicate run id a" in problems[0].message
@@ -192,11 +193,11 @@ PARALLEL_APPENDS = """
     import sys, time
     from pathlib import Path
     from berteval.store import append_record
-    from test_records import make
+    from conftest import make_record
     out, go = Path(sys.argv[1]), Path(sys.argv[2])
     while not go.exists():  # start together
         time.sleep(0.001)
-    wrote = sum(append_record(out, make(run_id=f"r{i}", seed=i)) for i in range(40))
+    wrote = sum(append_record(out, make_record(run_id=f"r{i}", seed=i)) for i in range(40))
     print(wrote, flush=True)
 """
 
@@ -228,20 +229,20 @@ def test_a_sweep_that_started_before_another_finished_skips_what_the_other_wrote
 KILLED_APPEND = """
     import os, sys, time
     from berteval.store import append_record
-    from test_records import make
+    from conftest import make_record
     real_write = os.write
     def half(fd, data):  # the record is half on disk: be killed here
         real_write(fd, data[: len(data) // 2])
         print("HALF", flush=True)
         time.sleep(600)
     os.write = half
-    append_record(sys.argv[1], make(run_id="killed", seed=9))
+    append_record(sys.argv[1], make_record(run_id="killed", seed=9))
 """
 
 
 def test_sigkill_during_a_record_append(tmp_path):
     path = tmp_path / "sst2.jsonl"
-    store.append_record(path, make(run_id="a"))
+    store.append_record(path, make_record(run_id="a"))
     child = _child(KILLED_APPEND, str(path))
     try:
         _await_line(child, "HALF")
@@ -253,7 +254,7 @@ def test_sigkill_during_a_record_append(tmp_path):
     assert "unterminated" in problems[0].message
     # The lock died with its holder: the next append goes through (the resumed sweep writes the cell again).
     done = threading.Event()
-    threading.Thread(target=lambda: (store.append_record(path, make(run_id="killed", seed=9)), done.set()),
+    threading.Thread(target=lambda: (store.append_record(path, make_record(run_id="killed", seed=9)), done.set()),
                      daemon=True).start()
     assert done.wait(60), "the append waited on a lock held by a dead process"
     got, problems = records.read_records([path])

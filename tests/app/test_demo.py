@@ -170,11 +170,8 @@ def test_a_twin_is_offered_only_once_its_checkpoint_is_there(tmp_path, monkeypat
 
 # --- the pair tasks' committed heads, and the heads Inside BERT shows -----------------------------------------
 
-from test_glue import glue_dir  # noqa: E402,F401 (the tiny GLUE files, a fixture)
-
-
 @pytest.mark.parametrize("task", ["mrpc", "stsb"])
-def test_live_pair_heads_reproduce_the_recorded_dev_predictions(task, glue_dir, tiny_models, tmp_path):  # noqa: F811
+def test_live_pair_heads_reproduce_the_recorded_dev_predictions(task, glue_dir, tiny_models, tmp_path):
     """A pair read live as [CLS] A [SEP] B [SEP] gets the P(class 1) (MRPC) or the score (STS-B) the run recorded."""
     runs.run(runs.RunSpec(task=get(task), model=str(tiny_models["pretraining"]), poolings=["cls", "mean"], seeds=[0],
                           data_dir=glue_dir, out=tmp_path, progress=False))
