@@ -7,7 +7,7 @@ config, split, and as revision the sha256 of the examples as scored: the records
 scored, not which hub commit it came from), the main metric (and its siblings, e.g. SQuAD EM
 beside F1) as the mean over seeds, a metric name and config that spell out pooling and regime,
 args with seeds, spread, interval, example counts and the record ids behind the number, and a
-source. huggingface_hub's own parser reads it back (tests/test_export.py). Torch-free.
+source. huggingface_hub's own parser reads it back (tests/leaderboard/test_export_disagree.py). Torch-free.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ margin moves between seeds, not the sampling of the evaluation set), and the pai
 bands read it (McNemar, the largest p over seeds, Holm-adjusted within the group; see bands.py).
 For example: "SST-2, frozen probe, all-MiniLM-L6-v2: `mean` 0.809, ahead of `max` by 2.1 points
 [95% CI 1.6, 2.7] (Holm p = 0.52, not significant) and of `cls` by 4.3 points [...] (Holm p = 0.012)."
-Change a record and the sentence changes (tests/test_leaderboard.py does). Pure functions.
+Change a record and the sentence changes (tests/leaderboard/test_leaderboard.py does). Pure functions.
 """
 
 from __future__ import annotations

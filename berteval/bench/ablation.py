@@ -1,7 +1,7 @@
 """What an ablation costs: the SST-2 probe over one pooling against four, each from a cold feature cache.
 
 A researcher widening `--pooling mean` to `cls,pooler,mean,max` should pay for the encoder pass, not for the
-probe fits: the pass yields every pooling at once, and the fits (`berteval.heads.logistic`) should cost little
+probe fits: the pass yields every pooling at once, and the fits (`berteval.heads.newton_logistic`) should cost little
 beside it. This runs both commands through `berteval.runs` (the CLI's own path), each with a fresh feature
 cache and a throwaway results folder, and reports wall time, encoding and fitting for each and their ratio.
 The machine's drift between two runs is of the same order as the fits, so the fits' own seconds are reported

@@ -4,7 +4,7 @@ Written from BERT's published description of its pre-training data (Devlin et al
 Section 3.1 and Appendix A.1; the data-creation notes of its README), not from its code:
 
 - A *document* is one article (here: one SQuAD train-subset article, its paragraphs in
-  order); it is a list of sentences (pysbd, as in `berteval.pairs`), each a list of
+  order); it is a list of sentences (pysbd, as in `berteval.nsp_pairs`), each a list of
   WordPiece ids. Sentences run on across paragraph breaks, as in BERT's input files.
 - Walking a document, sentences are gathered into a *chunk* until it reaches a target
   length: `max_length - 3` tokens (room for [CLS] A [SEP] B [SEP]), or, with probability

@@ -1,7 +1,7 @@
 """Sentences of the pre-training text: NLTK's Punkt, trained unsupervised on the text itself.
 
 BERT's pre-training documents are lists of sentences (segments end at sentence boundaries).
-The NSP pair set (`berteval.pairs`) splits with pysbd, but pysbd reads about 36 k words/s on
+The NSP pair set (`berteval.nsp_pairs`) splits with pysbd, but pysbd reads about 36 k words/s on
 this CPU: 30 minutes a core for 65 M words. Punkt (Kiss & Strunk 2006, as NLTK implements
 it) learns abbreviations, collocations and sentence starters from raw text, needs no
 downloaded model (its parameters are trained here, from the first `TRAIN_LINES` training

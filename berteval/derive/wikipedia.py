@@ -102,7 +102,7 @@ def read_articles(paths: list[Path], limit: int | None = None) -> tuple[list[Wik
 
 
 def dev_articles(data_dir: Path) -> list:
-    """The SQuAD v1.1 dev articles (title + paragraph contexts) as `berteval.pairs.Article`s."""
+    """The SQuAD v1.1 dev articles (title + paragraph contexts) as `berteval.nsp_pairs.Article`s."""
     from .. import nsp_pairs as pairs
 
     path = Path(data_dir) / SQUAD_DEV

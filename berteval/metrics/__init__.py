@@ -5,7 +5,7 @@ A task names its metrics here (`TaskSpec.metrics`); the regimes compute them thr
 loaded by local path, offline: `berteval.metrics.modules`). The definitions themselves are
 berteval's own and torch-free: `accuracy_score` below and SQuAD's exact match and F1 in
 `metrics.squad`, written from the published definitions; the evaluate modules call them,
-so a record computed through evaluate equals one computed directly (tests/test_metrics.py
+so a record computed through evaluate equals one computed directly (tests/core/test_metrics.py
 checks this on the committed predictions). A task with a new metric is one entry here, one
 evaluate module folder, and one line in its spec. Importing this package is light; only
 `compute` imports evaluate (and with it torch).

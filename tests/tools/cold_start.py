@@ -29,7 +29,10 @@ import httpx
 TOOLS = Path(__file__).resolve().parent
 REPO = TOOLS.parent.parent
 sys.path[:0] = [str(TOOLS), str(REPO)]
-from app_latency import CONTEXT, QUESTION, SENTENCES, call_http  # noqa: E402
+from app_latency import call_http  # noqa: E402
+from berteval.bench.latency import QUESTION, SENTENCES, context  # noqa: E402  the latency tools' inputs
+
+CONTEXT = context()  # the 1,000-character context app_latency.py sends
 
 PREFIX = "/space"
 
@@ -56,7 +59,7 @@ def wait_for(url: str, t0: float, proc: subprocess.Popen, limit_s: float = 600) 
 
 def limit_context(limit: int) -> str:
     """A context of exactly `limit` characters: the example paragraph, repeated."""
-    return " ".join([CONTEXT] * (limit // len(CONTEXT) + 1))[:limit]
+    return context(limit)
 
 
 def start(args) -> tuple[list[subprocess.Popen], str, float]:

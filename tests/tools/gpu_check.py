@@ -221,7 +221,8 @@ def _pretrain(path: Path, device, steps: int, log) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    # the whole docstring, as written: how to prepare and carry the files, and what each part measures
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--prepare", type=Path, help="make the carried folder here and stop")
     ap.add_argument("--sequences", type=int, default=20_000, help="--prepare: pre-training sequences to carry")
     ap.add_argument("--without-model", action="store_true",

@@ -2,7 +2,7 @@
 was committed: chosen C, held-out accuracy per C, and every eval prediction.
 
 The probe's solver changed from scikit-learn's lbfgs (stopping at a gradient tolerance of
-1e-4) to an exact Newton path (`berteval.heads.logistic`); the run ids did not, because the
+1e-4) to an exact Newton path (`berteval.heads.newton_logistic`); the run ids did not, because the
 objective, the data, the held-out protocol and the C grid did not. This tool is the
 evidence that the records still mean what they say: a committed cell reproduces if the
 same C wins and the predictions are the same.

@@ -6,7 +6,7 @@ Requests to http://127.0.0.1:8080/space/... go to the upstream with the prefix r
 headers a hosting proxy adds (X-Forwarded-Host, X-Forwarded-Proto, X-Forwarded-Prefix); responses,
 Gradio's event streams included, are passed back as they arrive. Start the app with
 GRADIO_ROOT_PATH=/space (Gradio reads it) so the page builds its URLs under the prefix. Used by
-`tests/test_app_e2e.py` (the page behind the proxy) and `tests/tools/cold_start.py --proxy`.
+`tests/e2e/test_space_e2e.py` (the page behind the proxy) and `tests/tools/cold_start.py --proxy`.
 """
 
 from __future__ import annotations
