@@ -20,9 +20,10 @@ import fcntl
 import json
 import os
 import re
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -75,15 +76,59 @@ def write_atomic(path: Path, data: bytes) -> None:
         raise
 
 
+def write_folder_atomic(folder: Path, fill: Callable[[Path], None]) -> None:
+    """A folder of files written as one: `fill(stage)` writes them into a staged sibling, which is fsynced and
+    swapped in by rename, so a reader finds the old folder or the new one whole. A failure leaves the old one
+    as it was and no staged folder behind; what a kill leaves (`.<name>.<pid>.tmp`, or between the two renames
+    the old folder as `.<name>.<pid>.old`) is cleaned up or put back by remove_stale_temporaries."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    stage = folder.with_name(f".{folder.name}.{os.getpid()}.tmp")
+    old = folder.with_name(f".{folder.name}.{os.getpid()}.old")
+    shutil.rmtree(stage, ignore_errors=True)
+    try:
+        stage.mkdir()
+        fill(stage)
+        for path in stage.rglob("*"):
+            if path.is_file():
+                fd = os.open(path, os.O_RDONLY)
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+        shutil.rmtree(old, ignore_errors=True)
+        if folder.exists():
+            os.replace(folder, old)
+        os.replace(stage, folder)
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        if old.exists() and not folder.exists():
+            os.replace(old, folder)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
 def remove_stale_temporaries(folder: Path) -> int:
-    """Delete `.<name>.<pid>.tmp` files a killed writer left in `folder` (whose pid is gone); how many."""
+    """Clean up what a killed writer (whose pid is gone) left in `folder`: `.<name>.<pid>.tmp` files and staged
+    folders are deleted; a `.<name>.<pid>.old` folder that write_folder_atomic had moved aside goes back to
+    `<name>` if the new one never arrived, else it is deleted. How many entries were cleaned up."""
     removed = 0
     if not folder.is_dir():
         return 0
     for tmp in folder.glob(".*.tmp*"):
         m = re.search(r"\.(\d+)\.tmp", tmp.name)
         if m and not _alive(int(m.group(1))):
-            tmp.unlink(missing_ok=True)
+            if tmp.is_dir() and not tmp.is_symlink():
+                shutil.rmtree(tmp, ignore_errors=True)
+            else:
+                tmp.unlink(missing_ok=True)
+            removed += 1
+    for old in folder.glob(".*.old"):
+        m = re.fullmatch(r"\.(.+)\.(\d+)\.old", old.name)
+        if m and old.is_dir() and not old.is_symlink() and not _alive(int(m.group(2))):
+            if (folder / m.group(1)).exists():
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                os.replace(old, folder / m.group(1))
             removed += 1
     return removed
 
@@ -170,7 +215,7 @@ class Store:
                 raise BertevalError(f"cannot write into {folder}: {exc.strerror or exc}. Pass a writable --out "
                                     f"(or $BERTEVAL_RESULTS)") from exc
         # What a killed writer left (`.<name>.<pid>.tmp` of a process that is gone) goes now.
-        for folder in (*targets, self.root / "predictions" / task / "nbest"):
+        for folder in (*targets, self.root / "predictions" / task / "nbest", self.root / "adapters" / task):
             remove_stale_temporaries(folder)
         path = self.records_path(task)
         if path.exists() and not path.is_file():

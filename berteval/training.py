@@ -7,7 +7,7 @@ AdamW with linear warm-up and linear decay, gradient clipping, optional bf16 aut
 (accelerate's mixed precision; on CPU it reaches AMX). Batches come from a seeded
 sampler, one generator per epoch, so a run is reproducible and a resumed run sees
 exactly the batches it would have seen. Checkpoints (`accelerator.save_state` plus a
-small progress file) are written every `checkpoint_every` steps and at an epoch's end
+small progress file inside the same folder) are written every `checkpoint_every` steps and at an epoch's end
 when the last one is a quarter of that back; a killed run restarts from the last one, not from zero.
 """
 
@@ -28,6 +28,7 @@ from tqdm.auto import tqdm
 
 from .errors import BertevalError
 from .seeds import torch_generator
+from .store import write_atomic
 
 
 @dataclass
@@ -64,8 +65,23 @@ class TrainResult:
     epochs_run: float = 0.0
 
 
+STATE, STAGED, PREVIOUS = "state", "state.tmp", "state.old"  # a checkpoint's folder, the next one, the last one
+PROGRESS = "progress.json"  # the counters (step, losses, examples seen, epoch scores), inside the state folder
+
+
 def _progress_file(cfg: TrainConfig) -> Path | None:
-    return cfg.checkpoint_dir / "progress.json" if cfg.checkpoint_dir else None
+    """The progress file of the current checkpoint: written into the staged folder before it is renamed, so
+    the weights and the counters that describe them are swapped in together (one rename)."""
+    return cfg.checkpoint_dir / STATE / PROGRESS if cfg.checkpoint_dir else None
+
+
+def _save_torch(obj, path: Path) -> None:
+    """torch.save through the atomic writer: a kill or a full disk leaves the previous file, never half of one."""
+    import io
+
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    write_atomic(path, buffer.getvalue())
 
 
 class LengthGroupedBatches(torch.utils.data.Sampler):
@@ -142,8 +158,7 @@ class _Selection:
             result.best_epoch = len(result.epoch_scores)
             self.best_state = {k: v.detach().clone() for k, v in unwrapped.state_dict().items()}
             if self.cfg.checkpoint_dir is not None and accelerator.is_main_process:
-                self.cfg.checkpoint_dir.mkdir(parents=True, exist_ok=True)
-                torch.save(self.best_state, self.cfg.checkpoint_dir / "best.pt")
+                _save_torch(self.best_state, self.cfg.checkpoint_dir / "best.pt")
 
     def restore(self, accelerator, model) -> None:
         if self.best_state is not None and self.result.best_epoch != len(self.result.epoch_scores):
@@ -289,12 +304,31 @@ def _save_trained_weights_only(accelerator) -> None:
     accelerator.register_load_state_pre_hook(before_load)
 
 
+def _recover(accelerator, cfg: TrainConfig) -> None:
+    """A kill between the two renames of a checkpoint swap leaves no state folder: the staged one is whole if it
+    holds its progress file (written last), else the previous one is; put it back. Older checkpoints kept the
+    progress file beside the state folder: it moves in, as the swap now writes it."""
+    if accelerator.is_main_process:
+        root = cfg.checkpoint_dir
+        legacy = root / PROGRESS
+        if (root / STATE).is_dir() and not (root / STATE / PROGRESS).is_file() and legacy.is_file():
+            os.replace(legacy, root / STATE / PROGRESS)
+        if not (root / STATE).exists():
+            for name in (STAGED, PREVIOUS):
+                if (root / name / PROGRESS).is_file():
+                    os.replace(root / name, root / STATE)
+                    break
+    accelerator.wait_for_everyone()
+
+
 def _resume(accelerator, cfg: TrainConfig) -> TrainResult:
     """A fresh result, or the state of the last checkpoint (weights, optimiser, step, epoch scores)."""
     result = TrainResult(steps=0)
     pfile = _progress_file(cfg)
+    if pfile is not None:
+        _recover(accelerator, cfg)
     if pfile is not None and pfile.is_file():
-        accelerator.load_state(str(cfg.checkpoint_dir / "state"))
+        accelerator.load_state(str(cfg.checkpoint_dir / STATE))
         saved = json.loads(pfile.read_text())
         result.resumed_from_step = saved["step"]
         result.epoch_scores, result.best_epoch = saved.get("epoch_scores", []), saved.get("best_epoch")
@@ -306,23 +340,25 @@ def _resume(accelerator, cfg: TrainConfig) -> TrainResult:
 
 
 def _checkpoint(accelerator, cfg: TrainConfig, step: int, result: TrainResult) -> None:
-    """Write the state beside the old one, then swap, so a kill mid-write keeps the last good
-    checkpoint. Every process calls save_state (it holds barriers); only the main one swaps."""
-    tmp, final, old = (cfg.checkpoint_dir / n for n in ("state.tmp", "state", "state.old"))
+    """Write the state beside the old one, its progress file last, then swap, so a kill mid-write keeps the
+    last good checkpoint and the counters always describe the weights beside them. Every process calls
+    save_state (it holds barriers); only the main one writes the progress file and swaps."""
+    tmp, final, old = (cfg.checkpoint_dir / n for n in (STAGED, STATE, PREVIOUS))
     if accelerator.is_main_process:
         shutil.rmtree(tmp, ignore_errors=True)
     accelerator.wait_for_everyone()
     accelerator.save_state(str(tmp))
     accelerator.wait_for_everyone()
     if accelerator.is_main_process:
+        write_atomic(tmp / PROGRESS, json.dumps({"step": step, "epoch_scores": result.epoch_scores,
+                                                 "best_epoch": result.best_epoch, "losses": result.losses,
+                                                 "examples_seen": result.examples_seen}).encode("utf-8"))
         shutil.rmtree(old, ignore_errors=True)
         if final.exists():
             os.replace(final, old)
         os.replace(tmp, final)
         shutil.rmtree(old, ignore_errors=True)
-        _progress_file(cfg).write_text(json.dumps({"step": step, "epoch_scores": result.epoch_scores,
-                                                   "best_epoch": result.best_epoch, "losses": result.losses,
-                                                   "examples_seen": result.examples_seen}))
+        (cfg.checkpoint_dir / PROGRESS).unlink(missing_ok=True)  # an older berteval's, beside the folder
     accelerator.wait_for_everyone()
 
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from berteval.errors import BertevalError
+
 from .report import write_report
 
 
@@ -32,8 +34,12 @@ def main(argv: list[str] | None = None) -> int:
                     help="one file: Plotly's JavaScript (4.8 MB) and every record inside the page, the disagreements "
                          "as a few per pair, no files beside it")
     args = ap.parse_args(argv)
-    out, df, problems = write_report(args.out, args.files or None, args.title, repo=args.repo,
-                                     data_dir=args.data_dir, self_contained=args.self_contained)
+    try:
+        out, df, problems = write_report(args.out, args.files or None, args.title, repo=args.repo,
+                                         data_dir=args.data_dir, self_contained=args.self_contained)
+    except BertevalError as exc:  # e.g. the report cannot be written whole: one line, the old report kept
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     for p in problems:
         print(f"skipped {p}", file=sys.stderr)
     size = out.stat().st_size

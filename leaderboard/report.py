@@ -31,6 +31,7 @@ from plotly.offline import get_plotlyjs
 
 from berteval.record_lookup import short_name
 from berteval.records import Problem
+from berteval.store import write_atomic
 
 from . import bands, data, disagreements, figures, findings, overview, references, table
 from .board import FIGURE_FUNCTIONS
@@ -414,10 +415,11 @@ def write_report(out: str | os.PathLike, paths: Iterable[str | os.PathLike] | No
     out.parent.mkdir(parents=True, exist_ok=True)
     beside = None if self_contained else Beside(f"{out.stem}_files")
     page = build_html(df, problems, [str(f) for f in files], title, data_dir, beside)
+    # Each file whole or not at all (a full disk, a file-size limit, a kill leave the previous one and say so);
+    # the files the page links to first, the page last.
     if beside is not None:
         folder = out.parent / beside.folder
-        folder.mkdir(parents=True, exist_ok=True)
         for name, text in beside.files.items():
-            (folder / name).write_text(text, encoding="utf-8")
-    out.write_text(page, encoding="utf-8")
+            write_atomic(folder / name, text.encode("utf-8"))
+    write_atomic(out, page.encode("utf-8"))
     return out, df, problems

@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from berteval import markup
+from berteval.store import write_atomic
 
 from . import bands, data
 
@@ -88,7 +89,7 @@ def to_csv(table: pd.DataFrame, path: str | os.PathLike | None = None) -> str:
             safe[col] = safe[col].map(markup.csv_cell)
     text = safe.to_csv(index=False)
     if path is not None:
-        Path(path).write_text(text, encoding="utf-8")
+        write_atomic(Path(path), text.encode("utf-8"))  # whole or not at all, and an error that says which
     return text
 
 

@@ -177,15 +177,19 @@ def answer(qa: QAModel, question: str, context: str, settings: QASettings = DEFA
 
 
 def save_adapter(model: torch.nn.Module, folder: Path, info: dict) -> None:
-    """A peft adapter (LoRA weights + the span head) and what it was trained from."""
-    from ..store import is_writer
+    """A peft adapter (LoRA weights + the span head) and what it was trained from, written as one folder: a
+    kill or a full disk leaves the previous adapter (or none), never new weights without their info file."""
+    from ..store import is_writer, write_atomic, write_folder_atomic
 
     if not is_writer():
         return
-    folder.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(str(folder))
-    (folder / "README.md").unlink(missing_ok=True)  # peft's empty model-card template says nothing
-    (folder / ADAPTER_CONFIG).write_text(json.dumps(info, indent=1, sort_keys=True))
+
+    def fill(stage: Path) -> None:
+        model.save_pretrained(str(stage))
+        (stage / "README.md").unlink(missing_ok=True)  # peft's empty model-card template says nothing
+        write_atomic(stage / ADAPTER_CONFIG, json.dumps(info, indent=1, sort_keys=True).encode("utf-8"))
+
+    write_folder_atomic(Path(folder), fill)
 
 
 def load_adapter(folder: Path) -> QAModel:

@@ -51,7 +51,8 @@ def test_a_killed_run_resumes_from_its_saved_step(tiny_models, tiny_sst2, tmp_pa
     killed = _model(m)
     part = training.train(killed, ds, collate, loss,
                           training.TrainConfig(**base, checkpoint_dir=ckpt, stop_after_steps=5), progress=False)
-    assert part.steps == 5 and (ckpt / "progress.json").is_file()
+    # the counters travel inside the checkpoint's folder, swapped in with the weights they describe
+    assert part.steps == 5 and (ckpt / "state" / "progress.json").is_file() and not (ckpt / "progress.json").exists()
     resumed_model = _model(m, seed=123)  # a fresh process would rebuild the model from scratch
     resumed = training.train(resumed_model, ds, collate, loss, training.TrainConfig(**base, checkpoint_dir=ckpt),
                              progress=False)
@@ -62,6 +63,37 @@ def test_a_killed_run_resumes_from_its_saved_step(tiny_models, tiny_sst2, tmp_pa
     assert resumed.examples_seen == full.examples_seen
     for (k, a), (_, b) in zip(straight.state_dict().items(), resumed_model.state_dict().items()):
         assert torch.allclose(a, b, atol=1e-5), k  # the same weights as the run that was never killed
+
+
+@pytest.mark.parametrize("layout", ["killed-before-the-staged-rename", "killed-while-staging", "older-berteval"])
+def test_a_checkpoint_cut_mid_swap_or_from_an_older_berteval_still_resumes(layout, tiny_models, tiny_sst2, tmp_path):
+    """A kill between the swap's two renames leaves no state folder: the staged one is used when it is whole (its
+    progress file is written last), else the previous one. An older berteval kept progress.json beside the
+    folder: it is read from there once and moved in."""
+    import shutil
+
+    m = models.load(str(tiny_models["pretraining"]))
+    ds = _dataset(m, tiny_sst2)
+    collate = collate_fn(m.tokenizer, ds)
+    loss = lambda mm, b: mm(**b)[0]  # noqa: E731
+    base = dict(epochs=1, batch_size=16, lr=1e-3, dtype="fp32", checkpoint_every=4)
+    ckpt = tmp_path / "ckpt"
+    part = training.train(_model(m), ds, collate, loss,
+                          training.TrainConfig(**base, checkpoint_dir=ckpt, stop_after_steps=5), progress=False)
+    state = ckpt / "state"
+    if layout == "killed-before-the-staged-rename":  # the last state had moved to .old, the staged one was whole
+        shutil.copytree(state, ckpt / "state.old")
+        state.rename(ckpt / "state.tmp")
+    elif layout == "killed-while-staging":  # the staged folder has no progress file: the previous state is used
+        state.rename(ckpt / "state.old")
+        (ckpt / "state.tmp").mkdir()
+        (ckpt / "state.tmp" / training.CHECKPOINT_WEIGHTS).write_bytes(b"half a file")
+    else:
+        (state / "progress.json").rename(ckpt / "progress.json")
+    resumed = training.train(_model(m, seed=123), ds, collate, loss, training.TrainConfig(**base, checkpoint_dir=ckpt),
+                             progress=False)
+    assert resumed.resumed_from_step == 5 and resumed.losses[:5] == part.losses and resumed.steps == 8
+    assert (state / "progress.json").is_file() and not (ckpt / "progress.json").exists()
 
 
 def test_a_checkpoint_keeps_only_the_trained_weights_and_still_resumes_exactly(tiny_models, tiny_sst2, tmp_path):
@@ -175,3 +207,39 @@ def test_the_fine_tuned_attention_query_gets_its_own_learning_rate():
     rates = {id(p): g["lr"] for g in opt.param_groups for p in g["params"]}
     assert rates[id(pool.query)] == pytest.approx(1e-4 * QUERY_LR_SCALE)
     assert rates[id(linear.weight)] == rates[id(linear.bias)] == pytest.approx(1e-4)
+
+
+def test_the_selected_epochs_weights_are_written_whole_and_survive_a_kill(tmp_path):
+    """best.pt (the weights of the best epoch so far) goes through the atomic writer, beside the checkpoint; a run
+    killed after it and resumed ends on the same selected weights as a run never killed."""
+    data = [{"x": torch.randn(4, generator=torch.Generator().manual_seed(i)), "y": torch.tensor(i % 2)}
+            for i in range(40)]
+
+    def collate(rows):
+        return {"x": torch.stack([r["x"] for r in rows]), "y": torch.stack([r["y"] for r in rows])}
+
+    def loss_fn(model, batch):
+        return torch.nn.functional.cross_entropy(model(batch["x"]), batch["y"])
+
+    def fresh():
+        torch.manual_seed(0)
+        return torch.nn.Linear(4, 2)
+
+    def score(model, epoch):  # the first epoch scores best: its weights must be the ones kept
+        return {1: 1.0, 2: 0.0, 3: 0.5}[epoch]
+
+    cfg = lambda d, stop=None: training.TrainConfig(epochs=3, batch_size=8, lr=1e-2, dtype="fp32",  # noqa: E731
+                                                    checkpoint_dir=d, checkpoint_every=3, stop_after_steps=stop)
+    whole_model = fresh()
+    whole = training.train(whole_model, data, collate, loss_fn, cfg(tmp_path / "a"), progress=False,
+                           on_epoch_end=score)
+    assert whole.best_epoch == 1
+    training.train(fresh(), data, collate, loss_fn, cfg(tmp_path / "b", 7), progress=False, on_epoch_end=score)
+    assert (tmp_path / "b" / "best.pt").is_file()
+    assert not [p for p in (tmp_path / "b").rglob("*") if p.name.endswith(".tmp")]  # no temporary file left
+    resumed_model = fresh()
+    resumed = training.train(resumed_model, data, collate, loss_fn, cfg(tmp_path / "b"), progress=False,
+                             on_epoch_end=score)
+    assert resumed.resumed_from_step == 7 and resumed.best_epoch == 1 and resumed.epoch_scores == whole.epoch_scores
+    for (k, a), (_, b) in zip(whole_model.state_dict().items(), resumed_model.state_dict().items()):
+        assert torch.allclose(a, b, atol=1e-6), k

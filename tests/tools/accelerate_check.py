@@ -130,10 +130,10 @@ def killed_run(cmd: list[str], env: dict, cache: Path, rank: int, log: Path) -> 
         launcher = subprocess.Popen(cmd, env=env, stdout=fh, stderr=subprocess.STDOUT, cwd=REPO)
     victim, at = None, None
     while launcher.poll() is None:
-        if list((cache / "checkpoints").glob("*/progress.json")):
+        if list((cache / "checkpoints").glob("*/state/progress.json")):
             victim = next((p for p in descendants(launcher.pid) if rank_of(p) == rank), None)
             if victim is not None:
-                at = json.loads(next((cache / "checkpoints").glob("*/progress.json")).read_text())["step"]
+                at = json.loads(next((cache / "checkpoints").glob("*/state/progress.json")).read_text())["step"]
                 os.kill(victim, signal.SIGKILL)
                 break
         time.sleep(0.02)
