@@ -304,20 +304,31 @@ def _save_trained_weights_only(accelerator) -> None:
     accelerator.register_load_state_pre_hook(before_load)
 
 
+def _resumable(root: Path) -> Path | None:
+    """The progress file a run in checkpoint folder `root` resumes from, None for a fresh start. Normally
+    state/progress.json. A kill between the two renames of a checkpoint swap leaves no state folder: the staged
+    one is whole if it holds its progress file (written last), else the previous one is. An older berteval kept
+    progress.json beside the state folder."""
+    if (root / STATE).is_dir():
+        return next((p for p in (root / STATE / PROGRESS, root / PROGRESS) if p.is_file()), None)
+    return next((root / n / PROGRESS for n in (STAGED, PREVIOUS) if (root / n / PROGRESS).is_file()), None)
+
+
+def checkpoint_step(checkpoint_dir: Path | None) -> int:
+    """The step a run with this checkpoint folder resumes from (0: it starts afresh); reads, changes nothing."""
+    progress = _resumable(Path(checkpoint_dir)) if checkpoint_dir is not None else None
+    return int(json.loads(progress.read_text())["step"]) if progress is not None else 0
+
+
 def _recover(accelerator, cfg: TrainConfig) -> None:
-    """A kill between the two renames of a checkpoint swap leaves no state folder: the staged one is whole if it
-    holds its progress file (written last), else the previous one is; put it back. Older checkpoints kept the
-    progress file beside the state folder: it moves in, as the swap now writes it."""
+    """Put the checkpoint _resumable found where a resume reads it: state/, with its progress file inside."""
     if accelerator.is_main_process:
         root = cfg.checkpoint_dir
-        legacy = root / PROGRESS
-        if (root / STATE).is_dir() and not (root / STATE / PROGRESS).is_file() and legacy.is_file():
-            os.replace(legacy, root / STATE / PROGRESS)
-        if not (root / STATE).exists():
-            for name in (STAGED, PREVIOUS):
-                if (root / name / PROGRESS).is_file():
-                    os.replace(root / name, root / STATE)
-                    break
+        progress = _resumable(root)
+        if progress is not None and progress.parent == root:  # an older berteval's layout: the file moves in
+            os.replace(progress, root / STATE / PROGRESS)
+        elif progress is not None and progress.parent != root / STATE:  # a swap cut between its renames
+            os.replace(progress.parent, root / STATE)
     accelerator.wait_for_everyone()
 
 

@@ -14,15 +14,17 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import training
+
 
 class StepLog:
     def __init__(self, folder: Path | None):
         self.file = folder / "steps.jsonl" if folder is not None else None
         self.rows: list[dict] = []
         resumed = 0
-        progress = folder / "progress.json" if folder is not None else None
-        if progress is not None and progress.is_file() and self.file.is_file():
-            resumed = int(json.loads(progress.read_text())["step"])
+        step = training.checkpoint_step(folder)  # the step training.train will resume this folder from
+        if step and self.file.is_file():
+            resumed = step
             rows = [json.loads(line) for line in self.file.read_text().splitlines() if line.strip()]
             self.rows = [r for r in rows if r["step"] <= resumed]
         if self.file is not None:

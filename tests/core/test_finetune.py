@@ -90,6 +90,7 @@ def test_a_checkpoint_cut_mid_swap_or_from_an_older_berteval_still_resumes(layou
         (ckpt / "state.tmp" / training.CHECKPOINT_WEIGHTS).write_bytes(b"half a file")
     else:
         (state / "progress.json").rename(ckpt / "progress.json")
+    assert training.checkpoint_step(ckpt) == 5  # what the derivations' step log reads before training starts
     resumed = training.train(_model(m, seed=123), ds, collate, loss, training.TrainConfig(**base, checkpoint_dir=ckpt),
                              progress=False)
     assert resumed.resumed_from_step == 5 and resumed.losses[:5] == part.losses and resumed.steps == 8
