@@ -61,13 +61,36 @@ def bert_config(hyper: dict, vocab_size: int):
                       attention_probs_dropout_prob=0.1, architectures=["BertForPreTraining"])
 
 
-def build_model(hyper: dict, vocab_size: int, seed: int) -> torch.nn.Module:
-    """BertForPreTraining with transformers' initialisation under `seed` (SDPA attention)."""
+def build_model(hyper: dict, vocab_size: int, seed: int, counts: np.ndarray | None = None) -> torch.nn.Module:
+    """BertForPreTraining with transformers' initialisation under `seed` (SDPA attention).
+
+    With `hyper["mlm_bias_init"] == "log-unigram"` the masked-LM output bias (tied to the decoder's) starts at the
+    log frequency of each token among the training targets (`counts`, from `target_counts`), centred; transformers starts it at
+    zero. Why: from a zero bias the first thing the model learns is the unigram distribution, and it learns it
+    by writing one shared "frequent tokens" direction into every position's state; the states then look alike,
+    attention has nothing to tell apart, its heads settle on [CLS]/[SEP] and the model sits on the unigram
+    plateau (the first twins: 26 M tokens with no use of context at all). Starting the bias at the unigram removes
+    that pressure; the architecture and the checkpoint format are unchanged (docs/findings/pretraining.md)."""
     from transformers import BertForPreTraining
 
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(int(seed))
-        return BertForPreTraining._from_config(bert_config(hyper, vocab_size), attn_implementation="sdpa")
+        model = BertForPreTraining._from_config(bert_config(hyper, vocab_size), attn_implementation="sdpa")
+    init = hyper.get("mlm_bias_init", "zero")
+    if init == "log-unigram":
+        if counts is None or len(counts) != vocab_size:
+            raise BertevalError("mlm_bias_init log-unigram needs the training targets' counts over the vocabulary")
+        logp = np.log((counts.astype(np.float64) + 1.0) / (counts.sum() + vocab_size))
+        with torch.no_grad():
+            model.cls.predictions.bias.copy_(torch.from_numpy(logp - logp.mean()).float())
+    elif init != "zero":
+        raise BertevalError(f"mlm_bias_init {init!r}: zero or log-unigram")
+    return model
+
+
+def target_counts(seqs: pretrain_data.Sequences, vocab_size: int) -> np.ndarray:
+    """How often each token is a masked-LM target in `seqs` (the training sequences): the log-unigram prior."""
+    return np.bincount(seqs.mlm_tgt[seqs.mlm_pos >= 0].astype(np.int64), minlength=vocab_size)
 
 
 def batch_tensors(seqs: pretrain_data.Sequences, index: np.ndarray, device) -> dict:
@@ -257,7 +280,8 @@ def train(prepared, nsp: bool, hyper: dict, seed: int, device, dtype: str, check
     """Run (or resume) the pre-training; returns (model, RunState, complete). `stop_at_step` ends the run at that
     step of its schedule (saved there, the schedule unchanged, so it can still be resumed to the end)."""
     plan = schedule_plan(hyper)
-    model = build_model(hyper, len(prepared.tokenizer), seed).to(device)
+    vocab = len(prepared.tokenizer)
+    model = build_model(hyper, vocab, seed, target_counts(prepared.train, vocab)).to(device)
     params, opt, sched = _optimiser(model, hyper, plan["steps"], nsp)
     state = RunState()
     if checkpoint.is_file():

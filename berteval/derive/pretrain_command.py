@@ -40,12 +40,12 @@ DEFAULTS = {
     "vocab_size": 8_192, "short_seq_prob": 0.1, "long_sequences": 8_000, "limit_articles": None,
     "steps": 9_000, "long_share": 0.1, "batch_size": 32, "long_batch_size": 8,
     "lr": 1e-3, "warmup_steps": 300, "beta1": 0.9, "beta2": 0.999, "weight_decay": 0.01, "max_grad_norm": 1.0,
-    "eval_every": 500, "checkpoint_every": 250,
+    "eval_every": 500, "checkpoint_every": 250, "mlm_bias_init": "log-unigram",
 }
 _OPTIONS = {"steps": int, "lr": float, "warmup_steps": int, "batch_size": int, "long_batch_size": int,
             "long_share": float, "beta2": float, "eval_every": int, "checkpoint_every": int, "vocab_size": int,
             "short_seq_prob": float, "long_sequences": int, "limit_articles": int, "hidden_size": int,
-            "layers": int, "heads": int, "intermediate_size": int}
+            "layers": int, "heads": int, "intermediate_size": int, "mlm_bias_init": str}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -80,6 +80,8 @@ def hyperparameters(args) -> dict:
             hyper[key] = value
     if hyper["steps"] < 1 or hyper["batch_size"] < 1 or not 0 <= hyper["long_share"] < 1:
         raise BertevalError("--steps and --batch-size must be positive and --long-share in [0, 1)")
+    if hyper["mlm_bias_init"] not in ("zero", "log-unigram"):
+        raise BertevalError("--mlm-bias-init: zero (transformers' initialisation) or log-unigram")
     return hyper
 
 

@@ -119,7 +119,7 @@ def test_twins_pretrain_publish_and_load(corpus, tmp_path, monkeypatch):
     assert len(fill("the river [MASK] the city .")) == 5
     # Same examples, order and initialisation: the control's pooler and NSP head are exactly the initial ones.
     twin = AutoModelForPreTraining.from_pretrained(str(control_dir))
-    hyper = {**rec["hyperparameters"]}
+    hyper = {**rec["hyperparameters"], "mlm_bias_init": "zero"}  # the output bias is set after the seeded init
     init = pretrain.build_model(hyper, twin.config.vocab_size, 0).state_dict()
     trained = twin.state_dict()
     for key in ("bert.pooler.dense.weight", "bert.pooler.dense.bias", "cls.seq_relationship.weight"):
@@ -202,3 +202,33 @@ def test_pretrain_refusals(corpus, tmp_path, capsys):
     assert "wikipedia/" in capsys.readouterr().err
     assert cli.main(["pretrain", "wiki-bert-mini", "--data-dir", str(corpus), "--out", str(tmp_path), "--device", "cuda:3"]) == 2
     assert "not available here" in capsys.readouterr().err
+
+
+def test_the_masked_lm_bias_starts_at_the_targets_log_unigram():
+    """mlm_bias_init log-unigram: the output bias (tied to the decoder's) is the centred log frequency of each
+    token among the training targets, so the most frequent target has the largest bias and the rest of the
+    initialisation is transformers' own under the seed; zero keeps transformers' zero bias; a prior of the wrong
+    width or an unknown name is refused."""
+    import torch
+
+    from berteval.derive import pretrain, pretrain_data
+    from berteval.errors import BertevalError
+
+    hyper = {"hidden_size": 16, "layers": 1, "heads": 2, "intermediate_size": 32}
+    seqs = pretrain_data.Sequences(np.zeros((2, 8), np.uint16), np.array([8, 8], np.int16), np.array([3, 3], np.int16),
+                                   np.zeros(2, np.uint8), np.array([[1, 2, -1], [3, -1, -1]], np.int16),
+                                   np.array([[7, 7, 0], [5, 0, 0]], np.uint16))
+    counts = pretrain.target_counts(seqs, 12)
+    assert counts[7] == 2 and counts[5] == 1 and counts.sum() == 3  # padding slots (-1) are not targets
+    prior = pretrain.build_model({**hyper, "mlm_bias_init": "log-unigram"}, 12, 0, counts)
+    plain = pretrain.build_model(hyper, 12, 0)
+    bias = prior.cls.predictions.bias.detach()
+    assert int(bias.argmax()) == 7 and abs(float(bias.mean())) < 1e-6
+    assert torch.equal(prior.cls.predictions.decoder.bias, prior.cls.predictions.bias)  # tied, as transformers ties it
+    assert torch.count_nonzero(plain.cls.predictions.bias) == 0
+    assert torch.equal(prior.bert.encoder.layer[0].attention.self.query.weight,
+                       plain.bert.encoder.layer[0].attention.self.query.weight)
+    with pytest.raises(BertevalError, match="counts"):
+        pretrain.build_model({**hyper, "mlm_bias_init": "log-unigram"}, 12, 0, counts[:5])
+    with pytest.raises(BertevalError, match="zero or log-unigram"):
+        pretrain.build_model({**hyper, "mlm_bias_init": "uniform"}, 12, 0)
