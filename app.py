@@ -76,6 +76,9 @@ CSS = """
    (the answer jumps to a line of its own) and breaks words anywhere ("na|me"). */
 #qa-highlight .textfield { display: block; word-break: normal; overflow-wrap: anywhere; }
 #qa-highlight .token-container, #qa-highlight .token { display: inline; }
+/* The heads side by side: a header or a verdict wraps between words, never inside one ("P(paraphra|se)"). */
+#classify-compare th, #classify-compare td { word-break: normal !important; overflow-wrap: normal !important; }
+#classify-compare td:not(:last-child), #classify-compare th:not(:last-child) { white-space: nowrap; }
 """
 
 INTRO = """# berteval: BERT's heads, tried by hand
@@ -150,8 +153,7 @@ def _cut(reading) -> str:
 # --- Classify -----------------------------------------------------------------------------------------
 
 def _head_line(head: serve.TaskHead) -> str:
-    return (f"dev {head.figures()} (seed {head.seed}; mean over {head.n_seeds} seeds "
-            f"{head.mean_main:.4f}), record `{head.run_id}`")
+    return f"dev {head.figures()} (seed {head.seed}; {head.seeds_mean()}), record `{head.run_id}`"
 
 
 def _notes(reading) -> str:
@@ -184,11 +186,20 @@ def _classify_head(clf, task, pooling: str, what: str) -> str:
 
 
 def _classify_checkpoint(clf, probs: dict, reading) -> tuple:
-    """The checkpoint's own sequence-classification head answers (no committed record for this model)."""
+    """The checkpoint's own sequence-classification head answers (no committed record for this model), with its
+    SST-2 dev accuracy measured here (or why there is none)."""
     labels = ", ".join(f"`{x}`" for x in clf.checkpoint.labels)
+    dev = clf.checkpoint_dev
+    if dev is not None and dev.accuracy is not None:
+        how = f" ({dev.note})" if dev.note else ""
+        figure = (f"Measured here on all {dev.n_eval:,} SST-2 dev sentences from {dev.data}{how}: dev accuracy "
+                  f"**{dev.accuracy:.4f}**. Kept for this model revision while the server runs; never a leaderboard "
+                  f"record.")
+    else:
+        why = dev.missing if dev is not None and dev.missing else "it was not measured here"
+        figure = f"No dev figure: {why}."
     about = _notes(reading) + (f"**Head:** {clf.model.model_id}'s own sequence-classification head, as its "
-                               f"checkpoint ships it (labels {labels}; it reads {clf.checkpoint.reads}). No committed "
-                               f"record measures it here, so no dev figure is shown.")
+                               f"checkpoint ships it (labels {labels}; it reads {clf.checkpoint.reads}). {figure}")
     return probs, about, "The checkpoint's own head answers; the pooling choice does not apply to it."
 
 
@@ -575,11 +586,12 @@ def disagree_heads(model, task, regime, seed):
 def disagree(model, task, regime, seed, head_a, head_b):
     """The examples two heads of one run disagree on (the same code as `python -m berteval disagree`), with their
     texts where the data is found as the docs' commands find it ($BERTEVAL_DATA, else ../shared/data beside the
-    clone); the messages speak to a visitor, never of command-line options."""
+    clone, else the Hugging Face Hub, as on a Space); the messages speak to a visitor, never of command-line
+    options."""
     df = leaderboard.board.current().frame
     summary, table = leaderboard.disagreements.view(df, _filter(task), _filter(model), _filter(regime), seed, head_a,
                                                     head_b, data_dir=leaderboard.disagreements.texts_dir(), limit=25,
-                                                    visitor=True)
+                                                    visitor=True, hub=True)
     return markup.safe_markdown(markup.redact_paths(summary)), table.map(markup.neutral)
 
 

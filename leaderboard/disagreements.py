@@ -8,16 +8,21 @@ other gets wrong, most confidently wrong first; every disagreeing example goes t
 the report (`report_rows`). Predictions are read beside each record's file
 (`predictions/<task>/<run_id>.json`), so records from a downloaded snapshot work the same as the
 committed ones. Texts need the data: `--data-dir` / $BERTEVAL_DATA for the report, and for the app
-`texts_dir()`, which finds it as the docs' commands do (../shared/data beside the clone). Without
-it ids and labels still show. In the app (`visitor=True`) a message never names a command-line
-option. Never raises.
+`texts_dir()`, which finds it as the docs' commands do (../shared/data beside the clone), else
+(`hub=True`, the app on a Space) the Hugging Face Hub through the task's own loader, the same
+`datasets` path the quick probe takes without local data (`hub_split`). Without any of them ids and
+labels still show. In the app (`visitor=True`) a message never names a command-line option. Never
+raises.
 """
 
 from __future__ import annotations
 
+import functools
 import html
 import os
 import re
+import threading
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -48,6 +53,36 @@ def texts_dir() -> Path | None:
         if candidate.is_dir():
             return candidate
     return None
+
+
+# A hub that did not answer (offline, or the dataset not in the local cache) is asked again only after this long:
+# every click of the viewer would otherwise pay for the attempt.
+HUB_RETRY_S = 300.0
+_HUB_FAILED: dict[str, float] = {}  # task -> when its hub read last failed (time.monotonic())
+_HUB_LOCK = threading.Lock()
+FROM_HUB = "Texts read from the Hugging Face Hub (this server has no local copy of the data)."
+
+
+@functools.lru_cache(maxsize=8)
+def _hub_eval(task: str):
+    from berteval.tasks import get
+
+    return get(task).load(None).eval  # None: the hub, through `datasets` (tasks.base.hub_dataset)
+
+
+def hub_split(task: str):
+    """The task's evaluation split from the Hugging Face Hub, read by the task's own loader with no data dir (as
+    the quick probe reads SST-2 on a server without the data), kept for the process; None where the hub (or the
+    local datasets cache) cannot give it, and then not asked again for HUB_RETRY_S."""
+    with _HUB_LOCK:
+        failed = _HUB_FAILED.get(task)
+        if failed is not None and time.monotonic() - failed < HUB_RETRY_S:
+            return None
+        try:
+            return _hub_eval(task)
+        except Exception:  # noqa: BLE001: BertevalError offline; datasets and the hub client raise many types
+            _HUB_FAILED[task] = time.monotonic()
+            return None
 
 
 def _for_visitor(message: str) -> str:
@@ -98,17 +133,19 @@ def _regression(task: str) -> bool:
     return task in TASKS and TASKS[task].regression
 
 
-def _compare(df: pd.DataFrame, task, model, regime, seed, head_a: str, head_b: str, data_dir=None):
+def _compare(df: pd.DataFrame, task, model, regime, seed, head_a: str, head_b: str, data_dir=None, split=None):
     a, root = _record(df, task, model, regime, seed, head_a)
     b, _ = _record(df, task, model, regime, seed, head_b)
-    return disagree.compare(task, a, b, root=root, data_dir=data_dir)
+    return disagree.compare(task, a, b, root=root, data_dir=data_dir, split=split)
 
 
 def view(df: pd.DataFrame, task, model, regime, seed, head_a: str, head_b: str, data_dir=None,
-         limit: int | None = 50, visitor: bool = False) -> tuple[str, pd.DataFrame]:
+         limit: int | None = 50, visitor: bool = False, hub: bool = False) -> tuple[str, pd.DataFrame]:
     """(a Markdown summary, a table of disagreeing examples) for two heads of one run; a message on any problem.
-    `visitor`: the app's words (what this server lacks), not the CLI's (which option to pass)."""
+    `visitor`: the app's words (what this server lacks), not the CLI's (which option to pass). `hub`: with no
+    `data_dir` (nor $BERTEVAL_DATA), read the texts from the Hugging Face Hub (`hub_split`)."""
     words = _for_visitor if visitor else (lambda m: m)
+    split = None
     try:
         if not all(x not in (None, "", "all") for x in (task, model, regime, seed, head_a, head_b)):
             return "Pick a task, model, regime and seed (the filters above), then two heads.", EMPTY
@@ -118,7 +155,9 @@ def view(df: pd.DataFrame, task, model, regime, seed, head_a: str, head_b: str, 
             return (f"{task_name(task)} scores similarity on a scale: a prediction is nearer or further, never right "
                     f"or wrong, so there are no disagreements to list (its paired test is a bootstrap of the "
                     f"correlation)."), EMPTY
-        d = _compare(df, task, model, regime, seed, head_a, head_b, data_dir)
+        if hub and data_dir is None:
+            split = hub_split(task)
+        d = _compare(df, task, model, regime, seed, head_a, head_b, data_dir, split)
     except BertevalError as exc:
         return f"⚠️ {words(str(exc))}", EMPTY
     except Exception as exc:  # noqa: BLE001: a view never raises into the UI
@@ -132,6 +171,8 @@ def view(df: pd.DataFrame, task, model, regime, seed, head_a: str, head_b: str, 
         summary += f" Showing the {limit} most confidently wrong of each kind."
     if d.note:
         summary += f"\n\n{words(d.note).rstrip('.')}."
+    elif split is not None:
+        summary += f"\n\n{FROM_HUB}"
     rows = [{"right": d.name_a if e in d.a_only else d.name_b, "id": e.id, "gold": e.gold,
              "head A": disagree._pred(e.pred_a, e.conf_a), "head B": disagree._pred(e.pred_b, e.conf_b),
              "text": e.text or ""} for e in d.examples(limit)]

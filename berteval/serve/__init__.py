@@ -12,6 +12,7 @@ are found through the results store (`berteval.store`), like every other reader.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 
@@ -122,6 +123,7 @@ class Classifier:
     origin: str = "committed"  # "committed" (records' heads), "quick" (a probe trained here now), "checkpoint"
     quick: quick.QuickProbe | None = None
     checkpoint: task_heads.CheckpointHead | None = None
+    checkpoint_dev: quick.CheckpointDev | None = None  # the checkpoint's own head on SST-2 dev, measured here
 
 
 @functools.lru_cache(maxsize=8)
@@ -142,8 +144,9 @@ def classify(name: str, text, poolings, dtype: str = "fp32", task: str = "sst2",
              progress: quick.Progress | None = None) -> tuple[Classifier, dict[str, float], reading.Reading]:
     """One sentence (or an (A, B) pair) under each head of `task` reading one of `poolings`, from one forward pass
     (on the model's fp32 weights or a bf16 copy of them): {pooling: P(class 1)}, or {pooling: score} for STS-B;
-    where the checkpoint's own head answers, {its label: P}. And how much of the input that pass read. A model
-    with no SST-2 head at all gets a quick probe, trained now (`progress` hears how far it got) and kept."""
+    where the checkpoint's own head answers, {its label: P}, and its SST-2 dev accuracy (measured on the first
+    request, then kept). And how much of the input that pass read. A model with no SST-2 head at all gets a quick
+    probe, trained now (`progress` hears how far it got) and kept."""
     try:
         clf = classifier(name, task)
     except task_heads.NoCommittedHeads:
@@ -153,7 +156,9 @@ def classify(name: str, text, poolings, dtype: str = "fp32", task: str = "sst2",
         found = quick.cached(loaded) or quick.train(loaded, progress)
         clf = Classifier(loaded, found.heads, task, "quick", quick=found)
     if clf.checkpoint is not None:
-        read = reading.measure(clf.model.tokenizer, text, 128)
+        dev = quick.checkpoint_cached(clf.model) or quick.score_checkpoint(clf.model, clf.checkpoint, progress)
+        clf = dataclasses.replace(clf, checkpoint_dev=dev)
+        read = reading.measure(clf.model.tokenizer, text, task_heads.CHECKPOINT_MAX_LENGTH)
         return clf, task_heads.checkpoint_probabilities(clf.model, clf.checkpoint, text), read
     heads = {p: clf.heads[p] for p in poolings if p in clf.heads}
     read = reading.measure(clf.model.tokenizer, text, task_heads.max_length(heads or clf.heads))

@@ -8,6 +8,10 @@ logistic regression per vector (`cls`, `pooler` where the checkpoint has real po
 all of SST-2 dev. Each head is labelled with its training size and dev accuracy and kept in memory
 per model revision; it is never written to the results store, so it never mixes with committed
 records or the leaderboard. Data: BERTEVAL_DATA, else `../shared/data` beside the clone, else the hub.
+
+A checkpoint with its own sequence-classification head (a hub model fine-tuned on SST-2) answers with
+that head instead; its dev figure is measured the same way, once per model revision: the head as it
+ships, on all of SST-2 dev (`score_checkpoint`), kept in memory and never written to the store.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from ..errors import BertevalError
 from ..heads.probe import fit_probe
 from ..seeds import numpy_rng
 from ..tasks import get
-from .task_heads import TaskHead
+from .task_heads import CheckpointHead, TaskHead, checkpoint_logits, sst2_label_map
 
 TASK = "sst2"
 N_TRAIN = 2000  # sentences the quick probe trains on
@@ -69,6 +73,18 @@ def _encode(model, texts, names, label, progress: Progress, start: float, span: 
     return {n: np.concatenate(parts[n]) for n in names}
 
 
+def _sst2(what: str):
+    """(SST-2's data, where it came from in a visitor's words): the local files ($BERTEVAL_DATA, else
+    ../shared/data beside the clone), else the hub, through the task's one loader."""
+    folder = config.local_data_dir()
+    try:
+        data = get(TASK).load(folder)
+    except BertevalError as exc:
+        raise BertevalError(f"{what} needs SST-2's sentences, and this server has no copy of them and cannot fetch "
+                            f"them from the Hugging Face Hub.") from exc
+    return data, "the local SST-2 files" if folder is not None else "SST-2 from the Hugging Face Hub"
+
+
 def train(model: models.LoadedModel, progress: Progress | None = None, n_train: int = N_TRAIN) -> QuickProbe:
     """The quick probe of `model` (trained now, or the one trained before for this revision)."""
     progress = progress or (lambda fraction, what: None)
@@ -76,13 +92,8 @@ def train(model: models.LoadedModel, progress: Progress | None = None, n_train: 
     with _LOCK:
         if key in _CACHE:
             return _CACHE[key]
-        folder = config.local_data_dir()
         progress(0.0, "reading SST-2")
-        try:
-            data = get(TASK).load(folder)
-        except BertevalError as exc:
-            raise BertevalError("A quick probe needs SST-2's sentences, and this server has no copy of them and "
-                                "cannot fetch them from the Hugging Face Hub.") from exc
+        data, where = _sst2("A quick probe")
         train_split, dev = data.train, data.eval
         n = min(n_train, len(train_split))
         idx = np.sort(numpy_rng(SEED, "subset").choice(len(train_split), size=n, replace=False))
@@ -105,8 +116,64 @@ def train(model: models.LoadedModel, progress: Progress | None = None, n_train: 
             heads[name] = TaskHead(TASK, name, fit.head.weight.astype(np.float32), fit.head.bias.astype(np.float32),
                                    {"accuracy": accuracy}, "accuracy", accuracy, 1, fit.n_train, MAX_LENGTH, SEED,
                                    None, len(dev))
-        where = "the local SST-2 files" if folder is not None else "SST-2 from the Hugging Face Hub"
         found = QuickProbe(heads, n, len(dev), where)
         _CACHE[key] = found
+        progress(1.0, "done")
+        return found
+
+
+@dataclass
+class CheckpointDev:
+    """A checkpoint's own SST-2 head, measured here on SST-2 dev: its accuracy, or why it has none."""
+
+    accuracy: float | None
+    n_eval: int = 0
+    data: str = ""  # where the dev sentences came from, in words a visitor reads
+    note: str = ""  # how its labels were read as SST-2's
+    missing: str = ""  # why no figure (labels that are not sentiment, no data): a sentence for the page
+
+
+_CHECKPOINT_CACHE: dict[tuple[str, str], CheckpointDev] = {}
+EVAL_BATCH = 32  # dev sentences per forward pass of the checkpoint's head
+
+
+def checkpoint_cached(model: models.LoadedModel) -> CheckpointDev | None:
+    return _CHECKPOINT_CACHE.get((model.model_id, model.revision))
+
+
+def score_checkpoint(model: models.LoadedModel, head: CheckpointHead,
+                     progress: Progress | None = None) -> CheckpointDev:
+    """The dev accuracy of `model`'s own sequence-classification head on all of SST-2 dev (872 sentences), measured
+    once per model revision (progress reported as it goes); labels that are not SST-2's, or no SST-2 data here: a
+    CheckpointDev with `missing` said in words (not kept, except for the labels, which cannot change)."""
+    progress = progress or (lambda fraction, what: None)
+    key = (model.model_id, model.revision)
+    with _LOCK:
+        if key in _CHECKPOINT_CACHE:
+            return _CHECKPOINT_CACHE[key]
+        mapping = sst2_label_map(head.labels)
+        if mapping is None:
+            found = CheckpointDev(None, missing=f"its labels ({', '.join(head.labels)}) are not SST-2's negative and "
+                                                f"positive, so it is not scored on SST-2 here")
+            _CHECKPOINT_CACHE[key] = found
+            return found
+        ids, note = mapping
+        progress(0.0, "reading SST-2 dev")
+        try:
+            data, where = _sst2("Measuring this head")
+        except BertevalError as exc:
+            return CheckpointDev(None, missing=str(exc).rstrip(".") + ", so its dev accuracy is not measured")
+        dev = data.eval
+        texts, gold = list(dev.texts), np.asarray(dev.labels)
+        classes = sorted(ids)  # the head's classes that are negative or positive
+        pred = []
+        for i in range(0, len(texts), EVAL_BATCH):
+            progress(0.05 + 0.95 * i / len(texts), f"scoring its head on SST-2 dev: {i:,} of {len(texts):,} sentences")
+            logits = checkpoint_logits(model, head, texts[i : i + EVAL_BATCH])  # (B, C)
+            best = np.asarray(classes)[logits[:, classes].argmax(1)]  # the likeliest sentiment class
+            pred.extend(ids[int(c)] for c in best)
+        accuracy = float((np.asarray(pred) == gold).mean())
+        found = CheckpointDev(accuracy, len(texts), where, note)
+        _CHECKPOINT_CACHE[key] = found
         progress(1.0, "done")
         return found

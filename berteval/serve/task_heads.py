@@ -11,6 +11,7 @@ BERT reads one, `[CLS] A [SEP] B [SEP]`. One forward pass feeds every head.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -91,6 +92,12 @@ class TaskHead:
     def figures(self) -> str:
         """Its dev figures in words: "accuracy 0.8200" or "Pearson x100 81.2, Spearman x100 80.9"."""
         return ", ".join(f"{METRICS[m].label} {_number(v)}" for m, v in self.metrics.items() if m in METRICS)
+
+    def seeds_mean(self) -> str:
+        """The main metric's mean over the seeds, in words: "mean accuracy over 5 seeds 0.8103", "mean Pearson x100
+        over 3 seeds 44.9" (a 0-100 metric in its own figures' precision)."""
+        name = METRICS[self.main_metric].label if self.main_metric in METRICS else self.main_metric
+        return f"mean {name} over {self.n_seeds} seeds {_number(self.mean_main)}"
 
 
 def _number(value: float) -> str:
@@ -179,14 +186,43 @@ def checkpoint_head(loaded: models.LoadedModel) -> CheckpointHead | None:
     return CheckpointHead(model.eval(), labels)
 
 
-def checkpoint_probabilities(loaded: models.LoadedModel, head: CheckpointHead, text) -> dict[str, float]:
+CHECKPOINT_MAX_LENGTH = 128  # tokens the checkpoint's own head reads, on the page and when its dev figure is measured
+
+
+def checkpoint_logits(loaded: models.LoadedModel, head: CheckpointHead, texts: list) -> np.ndarray:
+    """The head's logits for a batch of sentences (or (A, B) pairs): (N, C)."""
     import torch
 
     from .. import devices
 
-    pair = text if isinstance(text, tuple) else (text,)
-    enc = devices.to(dict(loaded.tokenizer(*pair, truncation=True, max_length=128, return_tensors="pt")))
+    cols = [list(t) for t in zip(*texts)] if texts and isinstance(texts[0], tuple) else [list(texts)]
+    enc = devices.to(dict(loaded.tokenizer(*cols, truncation=True, max_length=CHECKPOINT_MAX_LENGTH, padding=True,
+                                           return_tensors="pt")))
     with torch.inference_mode():
-        logits = head.model(**enc).logits[0].float()  # (C,)
-    p = torch.softmax(logits, dim=-1).cpu().numpy()
+        return head.model(**enc).logits.float().cpu().numpy()  # (N, C)
+
+
+def checkpoint_probabilities(loaded: models.LoadedModel, head: CheckpointHead, text) -> dict[str, float]:
+    logits = checkpoint_logits(loaded, head, [text])[0]  # (C,)
+    p = np.exp(logits - logits.max())
+    p /= p.sum()
     return {label: float(p[i]) for i, label in enumerate(head.labels)}
+
+
+def sst2_label_map(labels: list[str]) -> tuple[dict[int, int], str] | None:
+    """{checkpoint class id: SST-2 label (0 negative, 1 positive)} for scoring the head on SST-2, and how it was
+    read ("" where by name); None where its labels are not sentiment. Named labels are read by name
+    ("NEGATIVE", "pos", ...); a two-label head with unnamed labels ("LABEL_0", "LABEL_1") is read in GLUE SST-2's order, and said so."""
+    named = {}
+    for i, label in enumerate(labels):
+        word = label.strip().lower()
+        if word.startswith("neg"):
+            named[i] = 0
+        elif word.startswith("pos"):
+            named[i] = 1
+    if set(named.values()) == {0, 1}:
+        return named, ""
+    if len(labels) == 2 and all(re.fullmatch(r"(label[ _]?)?[01]", x.strip().lower()) for x in labels):
+        return {0: 0, 1: 1}, ("its labels are unnamed: label 0 read as negative and label 1 as positive "
+                              "(GLUE SST-2's order)")
+    return None

@@ -217,13 +217,15 @@ def test_classify_answers_a_pair_task_with_its_committed_heads(pair_results):
     assert "No committed RTE probe head for" in status(out) and "python" not in status(out)
 
 
-def test_the_pair_tasks_have_no_committed_default_heads_yet_and_say_so():
+def test_the_pair_tasks_answer_with_the_committed_default_heads():
+    """The pair tasks' records are committed for `default`: STS-B gives a score from 0 to 5, MRPC P(paraphrase),
+    each with its head's dev figures."""
     out = app.classify("default", "A man is playing a guitar.", "mean", "stsb", "A man plays the guitar.")
-    message = status(out)
-    if message:  # before the records are committed: a clear message (once committed, a score)
-        assert "No committed STS-B probe head for sentence-transformers/all-MiniLM-L6-v2" in message
-    else:
-        assert out[0].startswith("similarity")
+    assert status(out) == "" and re.fullmatch(r"similarity \d\.\d\d of 5", out[0])
+    assert re.search(r"STS-B pairs; dev Pearson x100 \d+\.\d, Spearman x100 \d+\.\d", out[1])
+    out = app.classify("default", "The company said its profit rose.", "cls", "mrpc", "Its profit rose, it said.")
+    assert status(out) == "" and set(out[0]) == {"paraphrase", "not a paraphrase"}
+    assert re.search(r"MRPC pairs; dev accuracy 0\.\d{4}, paraphrase F1 0\.\d{4}", out[1])
 
 
 @pytest.fixture()
@@ -257,20 +259,123 @@ def test_a_model_without_committed_heads_gets_a_quick_probe_kept_per_revision(st
     assert status(again) == "" and "quick probe" in again[1]
 
 
-def test_a_checkpoint_with_its_own_sentiment_head_answers_with_it(tmp_path, monkeypatch):
+def _sentiment_checkpoint(folder, labels: list[str]) -> str:
+    """A tiny save_pretrained BertForSequenceClassification (the same weights whatever its labels), standing in for
+    a hub model fine-tuned on SST-2."""
+    import torch
     from transformers import BertForSequenceClassification
 
     from conftest import _tokenizer, tiny_config
 
-    folder = tmp_path / "tiny-sst2"
     folder.mkdir()
-    BertForSequenceClassification(tiny_config(num_labels=2, id2label={0: "NEGATIVE", 1: "POSITIVE"},
-                                              label2id={"NEGATIVE": 0, "POSITIVE": 1})).save_pretrained(folder)
+    torch.manual_seed(0)
+    id2label = dict(enumerate(labels))
+    BertForSequenceClassification(tiny_config(num_labels=len(labels), id2label=id2label,
+                                              label2id={v: k for k, v in id2label.items()})).save_pretrained(folder)
     _tokenizer(folder).save_pretrained(folder)
-    monkeypatch.setenv(serve.ALLOWED_FOLDERS_ENV, str(folder))
-    label, about, compare, box = app.classify(str(folder), "the movie was good", "mean")
+    return str(folder)
+
+
+@pytest.fixture()
+def checkpoints(tmp_path, tiny_sst2, monkeypatch):
+    """Make a sentiment checkpoint the page may load (the operator's list), with the SST-2 files beside it."""
+    from berteval.serve import quick
+
+    made = []
+    monkeypatch.setenv("BERTEVAL_DATA", str(tiny_sst2))
+    quick._CHECKPOINT_CACHE.clear()
+    serve.classifier.cache_clear()
+
+    def make(name: str, labels: list[str]) -> str:
+        made.append(_sentiment_checkpoint(tmp_path / name, labels))
+        monkeypatch.setenv(serve.ALLOWED_FOLDERS_ENV, ",".join(made))
+        return made[-1]
+
+    yield make
+    quick._CHECKPOINT_CACHE.clear()
+    serve.classifier.cache_clear()
+
+
+def _accuracy_by_hand(folder: str, dev_tsv, positive: int) -> float:
+    """The checkpoint's SST-2 dev accuracy computed apart from berteval: transformers, one sentence at a time."""
+    import torch
+    from transformers import AutoTokenizer, BertForSequenceClassification
+
+    tok, model = AutoTokenizer.from_pretrained(folder), BertForSequenceClassification.from_pretrained(folder).eval()
+    rows = [line.rsplit("\t", 1) for line in dev_tsv.read_text().splitlines()[1:]]
+    right = 0
+    with torch.inference_mode():
+        for sentence, label in rows:
+            klass = int(model(**tok(sentence, return_tensors="pt")).logits[0].argmax())
+            right += int((klass == positive) == (label == "1"))
+    return right / len(rows)
+
+
+def test_a_checkpoint_with_its_own_sentiment_head_answers_with_it_and_its_dev_accuracy(checkpoints, tiny_sst2,
+                                                                                      monkeypatch):
+    from berteval.serve import quick
+
+    folder = checkpoints("tiny-sst2", ["NEGATIVE", "POSITIVE"])
+    told = []
+    label, about, compare, box = app.classify(folder, "the movie was good", "mean", "sst2", "",
+                                              lambda f, desc=None: told.append((f, desc)))
     assert status((box,)) == "" and set(label) == {"NEGATIVE", "POSITIVE"}
-    assert "own sequence-classification head" in about and "quick probe" not in about
+    assert "own sequence-classification head" in about and "quick probe" not in about and "no dev figure" not in about
+    expected = _accuracy_by_hand(folder, tiny_sst2 / "sst2" / "dev.tsv", positive=1)
+    assert f"all 40 SST-2 dev sentences from the local SST-2 files: dev accuracy **{expected:.4f}**" in about
+    assert "never a leaderboard record" in about and "read as negative" not in about  # named labels: read by name
+    assert told and told[-1][0] == 1.0 and any("scoring its head" in (d or "") for _, d in told)  # progress shown
+    # Measured once per model revision: the next request reuses the figure.
+    monkeypatch.setattr(quick, "checkpoint_logits", lambda *a, **k: pytest.fail("scored twice"))
+    again = app.classify(folder, "the movie was awful", "cls")
+    assert status(again) == "" and f"dev accuracy **{expected:.4f}**" in again[1]
+
+
+def test_a_checkpoint_head_is_scored_by_its_label_names(checkpoints, tiny_sst2):
+    """The same weights with the label names swapped, and with unnamed labels: read by name, or in GLUE's order
+    (and said so); a head whose labels are not sentiment answers with no SST-2 figure, saying why."""
+    swapped = checkpoints("swapped", ["POSITIVE", "NEGATIVE"])
+    unnamed = checkpoints("unnamed", ["LABEL_0", "LABEL_1"])
+    nli = checkpoints("nli", ["entailment", "neutral", "contradiction"])
+    dev = tiny_sst2 / "sst2" / "dev.tsv"
+    about = app.classify(swapped, "the movie was good", "mean")[1]
+    assert f"dev accuracy **{_accuracy_by_hand(swapped, dev, positive=0):.4f}**" in about
+    about = app.classify(unnamed, "the movie was good", "mean")[1]
+    assert f"dev accuracy **{_accuracy_by_hand(unnamed, dev, positive=1):.4f}**" in about
+    assert "label 0 read as negative and label 1 as positive" in about
+    label, about, _, box = app.classify(nli, "the movie was good", "mean")
+    assert status((box,)) == "" and set(label) == {"entailment", "neutral", "contradiction"}
+    assert "No dev figure: its labels (entailment, neutral, contradiction) are not SST-2's" in about
+
+
+def test_a_checkpoint_head_without_sst2_data_answers_with_no_figure(checkpoints, monkeypatch):
+    """No local SST-2 and no hub: the head still answers; the page says why it has no dev figure, and the figure is
+    measured later, once the data can be read (a failure is not kept)."""
+    import datasets
+
+    from berteval import config, hub
+    from berteval.serve import quick
+
+    folder = checkpoints("tiny-sst2", ["NEGATIVE", "POSITIVE"])
+    monkeypatch.delenv("BERTEVAL_DATA")
+    monkeypatch.setattr(config, "BESIDE_CLONE", config.BESIDE_CLONE / "not-here")
+    monkeypatch.setattr(hub, "reachable", lambda timeout=3.0: False)
+    monkeypatch.setattr(datasets, "load_dataset", lambda *a, **k: (_ for _ in ()).throw(ConnectionError("offline")))
+    label, about, _, box = app.classify(folder, "the movie was good", "mean")
+    assert status((box,)) == "" and set(label) == {"NEGATIVE", "POSITIVE"}
+    assert "No dev figure: Measuring this head needs SST-2's sentences" in about and "--data-dir" not in about
+    assert quick.checkpoint_cached(serve.load_model(folder)) is None
+
+
+def test_sst2_label_map_reads_names_or_glue_order():
+    from berteval.serve.task_heads import sst2_label_map
+
+    assert sst2_label_map(["NEGATIVE", "POSITIVE"]) == ({0: 0, 1: 1}, "")
+    assert sst2_label_map(["pos", "neg"]) == ({0: 1, 1: 0}, "")
+    assert sst2_label_map(["negative", "neutral", "positive"]) == ({0: 0, 2: 1}, "")
+    assert sst2_label_map(["LABEL_0", "LABEL_1"])[0] == {0: 0, 1: 1}
+    assert sst2_label_map(["LABEL_0", "LABEL_1", "LABEL_2"]) is None
+    assert sst2_label_map(["entailment", "not_entailment"]) is None
 
 
 def test_next_sentence_on_a_stand_in_uses_its_own_nsp_head(tiny_models, monkeypatch):

@@ -67,14 +67,82 @@ def test_findings_leave_the_kfold_estimates_out():
     assert "56.5" in found and set(refs["task"]) == {"squad"}
 
 
-def test_the_disagreement_viewer_names_no_command_line_option(monkeypatch):
-    monkeypatch.setattr(leaderboard.disagreements, "texts_dir", lambda: None)  # a server without the data
-    monkeypatch.delenv("BERTEVAL_DATA", raising=False)  # nor the variable CI sets for the tests that read data
+@pytest.fixture()
+def no_local_data(monkeypatch):
+    """A server without the data (as a Space is): nothing beside the clone, no BERTEVAL_DATA (CI sets it for the
+    tests that read data), and a fresh memory of what the hub gave or refused."""
+    d = leaderboard.disagreements
+    monkeypatch.setattr(d, "texts_dir", lambda: None)
+    monkeypatch.delenv("BERTEVAL_DATA", raising=False)
+    d._hub_eval.cache_clear()
+    d._HUB_FAILED.clear()
+    yield d
+    d._hub_eval.cache_clear()
+    d._HUB_FAILED.clear()
+
+
+def _hub_unreachable(monkeypatch) -> list:
+    """The hub does not answer and the local datasets cache is empty: datasets.load_dataset fails (it is called
+    under hub.offline()). Returns the calls it got."""
+    import datasets
+
+    from berteval import hub
+
+    calls = []
+
+    def load(*args, **kwargs):
+        calls.append(args)
+        raise ConnectionError("offline")
+
+    monkeypatch.setattr(hub, "reachable", lambda timeout=3.0: False)
+    monkeypatch.setattr(datasets, "load_dataset", load)
+    return calls
+
+
+def test_the_disagreement_viewer_names_no_command_line_option(no_local_data, monkeypatch):
+    calls = _hub_unreachable(monkeypatch)  # neither the data nor the hub: the offline message
     summary, table = app.disagree(MODEL, "sst2", "probe", "0", "mean", "cls")
     assert "141 disagreements" in summary and "not on this server" in summary
     assert "--data-dir" not in summary and "BERTEVAL_DATA" not in summary and len(table) == 50
+    assert set(table["text"]) == {""} and calls == [("nyu-mll/glue", "sst2")]  # the hub was asked, once
+    app.disagree(MODEL, "sst2", "probe", "0", "cls", "mean")
+    assert len(calls) == 1  # a hub that failed is not asked again at every click
     squad, _ = app.disagree(MODEL, "squad", "probe", "0", "cls", "mean")
     assert "not on this server" in squad and "--data-dir" not in squad
+
+
+def test_the_disagreement_viewer_reads_the_texts_from_the_hub_without_local_data(no_local_data, monkeypatch):
+    """A Space has no ../shared/data: the texts come from the hub through the task's own loader (datasets.load_dataset
+    of nyu-mll/glue, as the quick probe reads SST-2 there). The hub is mocked: a DatasetDict whose dev labels are
+    the ones the committed records were scored on."""
+    import json
+
+    import datasets
+
+    from berteval import hub
+
+    d = no_local_data
+    rec, root = d._record(leaderboard.board.current().frame, "sst2", MODEL, "probe", "0", "mean")
+    gold = json.loads((root / rec.predictions_file).read_text())["label"]
+    dev = {"sentence": [f"hub sentence number {i}" for i in range(len(gold))], "label": list(gold)}
+    calls = []
+
+    def load(*args, **kwargs):
+        calls.append(args)
+        train = {"sentence": ["fine", "bad"], "label": [1, 0]}
+        return datasets.DatasetDict({"train": datasets.Dataset.from_dict(train),
+                                     "validation": datasets.Dataset.from_dict(dev)})
+
+    monkeypatch.setattr(hub, "reachable", lambda timeout=3.0: True)
+    monkeypatch.setattr(datasets, "load_dataset", load)
+    summary, table = app.disagree(MODEL, "sst2", "probe", "0", "mean", "cls")
+    assert calls == [("nyu-mll/glue", "sst2")]
+    assert "141 disagreements" in summary and "not on this server" not in summary and "Hugging Face Hub" in summary
+    assert len(table) == 50 and table["text"].str.startswith("hub sentence number ").all()
+    row = table.iloc[0]
+    assert row["text"] == f"hub sentence number {int(row['id'].split('-')[1])}"  # each text is its own example's
+    app.disagree(MODEL, "sst2", "probe", "0", "cls", "mean")
+    assert len(calls) == 1  # read once per process
 
 
 def test_the_disagreement_viewer_shows_texts_where_the_data_is_beside_the_clone():

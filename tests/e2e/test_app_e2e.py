@@ -317,16 +317,65 @@ def test_classify_trains_a_quick_probe_for_a_model_without_records(page, stand_i
     _screenshot(page, "classify_quick_probe")
 
 
-def test_classify_takes_a_pair_task(page):
-    page.get_by_role("tab", name="Classify").click()
-    page.locator("#classify-examples").get_by_text("A man is playing a guitar.").first.click()
-    expect(page.locator("#classify-sentence-b textarea")).to_be_visible()
-    expect(page.locator("#classify-sentence-b textarea")).to_have_value(re.compile("^A man plays"))
-    page.get_by_role("button", name="Classify", exact=True).click()
-    # Before the STS-B records are committed the page says so; after, a score from 0 to 5.
-    expect(page.locator("#classify-status, #classify-label").filter(
-        has_text=re.compile(r"No committed STS-B probe head|similarity \d\.\d\d of 5")).first).to_be_visible()
-    _screenshot(page, "classify_pair")
+def _classify_pair_example(pg, prefix: str, task: str, b_prefix: str) -> None:
+    """Click the Classify example of a pair task (it picks the task and fills both sentences) and press Classify."""
+    from berteval import serve
+
+    pg.get_by_role("tab", name="Classify").click()
+    pg.locator("#classify-examples").get_by_text(prefix).first.click()
+    expect(pg.locator("#classify-task").get_by_role("radio", name=serve.PAGE_TASKS[task].title)).to_be_checked()
+    expect(pg.locator("#classify-sentence-b textarea")).to_be_visible()
+    expect(pg.locator("#classify-sentence textarea")).to_have_value(re.compile("^" + re.escape(prefix)))
+    expect(pg.locator("#classify-sentence-b textarea")).to_have_value(re.compile("^" + re.escape(b_prefix)))
+    pg.get_by_role("button", name="Classify", exact=True).click()
+
+
+def _committed_record(task: str, about: str):
+    """The committed probe record the page names in its About text (the head that answered), read from the records."""
+    from berteval.records import read_records
+
+    run_ids = re.findall(r"record (\w{16})", about)
+    assert len(run_ids) == 1, about
+    recs, _ = read_records([REPO / "leaderboard" / "results" / f"{task}.jsonl"])
+    rec = next((r for r in recs if r.run_id == run_ids[0]), None)
+    assert rec is not None, f"the page names {run_ids[0]}, which is no committed {task} record"
+    assert (rec.regime, rec.layer, rec.model) == ("probe", -1, "sentence-transformers/all-MiniLM-L6-v2")
+    return rec
+
+
+def test_classify_answers_an_mrpc_pair_with_the_committed_head_and_its_dev_figures(page):
+    _classify_pair_example(page, "The company said its third-quarter profit rose", "mrpc", "Third-quarter profit")
+    label = page.locator("#classify-label")
+    expect(label).to_contain_text("paraphrase")
+    expect(label).to_contain_text(re.compile(r"\d+%"))
+    about = page.locator("#classify-about")
+    expect(about).to_contain_text("logistic-regression probe on mean")
+    expect(about).to_contain_text(re.compile(r"MRPC pairs; dev accuracy 0\.\d{4}, paraphrase F1 0\.\d{4}"))
+    expect(page.locator("#classify-status")).to_be_hidden()
+    rec = _committed_record("mrpc", about.inner_text())
+    assert rec.pooling == "mean"
+    figures = f"accuracy {rec.metrics['accuracy']:.4f}, paraphrase F1 {rec.metrics['binary_f1']:.4f}"
+    expect(about).to_contain_text(figures)
+    compare = page.locator("#classify-compare")
+    expect(compare).to_contain_text("P(paraphrase)")
+    for head in ("cls", "pooler", "mean"):
+        expect(compare.get_by_role("cell", name=head, exact=True)).to_be_visible()
+    _screenshot(page, "classify_mrpc")
+
+
+def test_classify_scores_an_stsb_pair_from_0_to_5_with_the_committed_head(page):
+    _classify_pair_example(page, "A man is playing a guitar.", "stsb", "A man plays the guitar")
+    expect(page.locator("#classify-label")).to_contain_text(re.compile(r"similarity \d\.\d\d of 5"))
+    about = page.locator("#classify-about")
+    expect(about).to_contain_text("ridge regression on mean")
+    expect(about).to_contain_text(re.compile(r"STS-B pairs; dev Pearson x100 \d+\.\d, Spearman x100 \d+\.\d"))
+    expect(page.locator("#classify-status")).to_be_hidden()
+    rec = _committed_record("stsb", about.inner_text())
+    assert rec.pooling == "mean" and rec.task == "stsb"
+    figures = f"Pearson x100 {rec.metrics['pearson']:.1f}, Spearman x100 {rec.metrics['spearman']:.1f}"
+    expect(about).to_contain_text(figures)
+    expect(page.locator("#classify-compare")).to_contain_text("score (0-5)")
+    _screenshot(page, "classify_stsb")
 
 
 def test_leaderboard_table_filters_and_figures(page):
