@@ -5,8 +5,11 @@ Kept apart from the library's core, one module per section (`--sections`, all by
 the same model and inputs, fp32 and bf16, beside the machine's matmul peak; `ablation` times the SST-2
 probe over one pooling and over four from a cold cache; `memory` measures fine-tune steps' peak RSS per
 memory setting; `latency` times the demo's batch-1 passes and served calls; `pretrain` times berteval's
-pre-training step against transformers' standard `BertForPreTraining` step on the same batches. `squad_dtypes`
-(--squad-dtypes, apart: ~9 minutes) scores the committed QA adapter in fp32 and bf16.
+pre-training step against transformers' standard `BertForPreTraining` step on the same batches; `squad-step`
+(named only, not in the default set: it reads the SQuAD train set) times the SQuAD lora-plus fine-tune step
+padded to the window length, padded to the batch's longest, length-grouped, and in bf16, on the same windows,
+and projects one epoch. `squad_dtypes` (--squad-dtypes, apart: ~9 minutes) scores the committed QA adapter in
+fp32 and bf16.
 """
 
 from __future__ import annotations
@@ -19,12 +22,13 @@ from ..errors import BertevalError
 from ..qa import DEFAULTS as QA_DEFAULTS
 
 PEER_BATCH = 32  # the peers' batch size
-SECTIONS = ("encoders", "ablation", "memory", "latency", "pretrain")
+SECTIONS = ("encoders", "ablation", "memory", "latency", "pretrain", "squad-step")
+DEFAULT_SECTIONS = SECTIONS[:5]  # squad-step runs only when named: it windows the whole SQuAD train set
 
 
 def add_arguments(ap) -> None:
-    ap.add_argument("--sections", default=",".join(SECTIONS),
-                    help="which parts to run, comma-separated (default: all of %(default)s)")
+    ap.add_argument("--sections", default=",".join(DEFAULT_SECTIONS),
+                    help=f"which parts to run, comma-separated, of {', '.join(SECTIONS)} (default: %(default)s)")
     ap.add_argument("--model", default="default", help="'default' (embedded all-MiniLM-L6-v2), a local folder or a hub id")
     ap.add_argument("--data-dir", default=None,
                     help="folder holding sst2/ and squad/ (default $BERTEVAL_DATA; without either, a built-in sample)")
@@ -50,6 +54,18 @@ def add_arguments(ap) -> None:
     ap.add_argument("--memory-steps", type=int, default=8, help="memory: fine-tune steps per setting (default %(default)s)")
     ap.add_argument("--memory-batch", type=int, default=32, help="memory: windows per step (default %(default)s)")
     ap.add_argument("--latency-calls", type=int, default=30, help="latency: timed calls per row (default %(default)s)")
+    ap.add_argument("--squad-step-steps", type=int, default=6,
+                    help="squad-step: timed fine-tune steps per setting, after one warm-up (default %(default)s)")
+    ap.add_argument("--squad-step-sample", type=int, default=1600,
+                    help="squad-step: training windows drawn (seeded) as the pool the timed batches come from "
+                         "(default %(default)s: one chunk of the run's length-grouped sampler)")
+    ap.add_argument("--squad-step-batch", type=int, default=None,
+                    help="squad-step: windows per step (default: the lora-plus recipe's, 32)")
+    ap.add_argument("--squad-step-large-batch", type=int, default=0, metavar="N",
+                    help="squad-step: also length-grouped bf16 steps of N windows (default: none)")
+    ap.add_argument("--squad-step-keep-activations", action="store_true",
+                    help="squad-step: keep activations, as --no-activation-checkpointing (default: recompute them "
+                         "and fix the mmap threshold, as span-QA fine-tunes run)")
 
 
 def command(args) -> int:
@@ -120,4 +136,16 @@ def command(args) -> int:
         rows, notes = latency.measure(args.model, n=args.latency_calls, log=log)
         print("\n" + latency.format_latency(rows, notes), flush=True)
         keep("latency", {"rows": [asdict(r) for r in rows], "notes": notes})
+    if "squad-step" in sections:  # last: it fixes glibc's mmap threshold for the rest of the process
+        if folder is None:
+            print("\nsquad-step: left out (it trains on the SQuAD train set: give --data-dir or BERTEVAL_DATA)")
+        else:
+            from . import squad_step
+
+            rep = squad_step.measure(args.model, folder, max_length=args.window_length, steps=args.squad_step_steps,
+                                     pool=args.squad_step_sample, batch=args.squad_step_batch,
+                                     large_batch=args.squad_step_large_batch,
+                                     checkpointing=not args.squad_step_keep_activations, threads=args.threads, log=log)
+            print("\n" + squad_step.format_squad_step(rep), flush=True)
+            keep("squad-step", rep.to_json())
     return 0

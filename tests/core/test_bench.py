@@ -126,3 +126,80 @@ def test_bench_reports_ablation_memory_and_latency_in_one_run(tiny_models, tiny_
 def test_bench_refuses_an_unknown_section(capsys):
     assert main(["bench", "--sections", "encoders,speed"]) == 2
     assert "--sections: unknown speed; choose from encoders, ablation, memory, latency" in capsys.readouterr().err
+
+
+def test_squad_step_times_each_setting_on_the_same_windows(tiny_models, tiny_squad_qa, tmp_path, capsys):
+    """The squad-step section on the tiny model and SQuAD fixture: every setting trains real windows of the train
+    set (the subset: the fixture has no full set), the batch-4 settings the same ones, and one epoch is projected
+    from each setting's own batching."""
+    from berteval.bench import squad_step
+
+    out = tmp_path / "bench.json"
+    rc = main(["bench", "--model", str(tiny_models["pretraining"]), "--data-dir", str(tiny_squad_qa), "--sections",
+               "squad-step", "--window-length", "32", "--squad-step-steps", "2", "--squad-step-sample", "40",
+               "--squad-step-batch", "4", "--squad-step-large-batch", "8", "--threads", "1", "--json", str(out)])
+    assert rc == 0
+    text = capsys.readouterr().out
+    rep = json.loads(out.read_text())["squad-step"]
+    assert rep["train_source"] == "train-subset.json" and rep["n_questions"] == 18 and rep["recipe"] == "lora-plus"
+    assert rep["activation_checkpointing"] and rep["pool"] == 40 and rep["timed_windows"] == 8
+    names = [r["setting"] for r in rep["rows"]]
+    assert names == [s.name for s in squad_step.settings(32, 4, 8)]
+    assert names[:4] == ["padded to 32, fp32, random batches", "padded to the batch's longest, fp32, random batches",
+                         "length-grouped, fp32", "length-grouped, bf16 autocast"]
+    for r in rep["rows"]:
+        assert r["steps"] == 2 and len(r["step_times_s"]) == 2 and r["s_per_step"] > 0 and r["epoch_s"] > 0
+        assert r["windows_per_s"] > 0 and r["tokens_per_s"] > 0 and np.isfinite(r["mean_loss"])
+        assert r["epoch_steps"] == -(-rep["n_windows"] // r["batch_size"])
+        assert r["same_windows"] == (r["batch_size"] == 4)
+    padded, longest, grouped = rep["rows"][:3]
+    assert padded["epoch_padding_share"] >= longest["epoch_padding_share"] >= grouped["epoch_padding_share"]
+    assert padded["padding_share"] >= longest["padding_share"]
+    assert len({(r["windows"], r["real_tokens"]) for r in rep["rows"][:4]}) == 1  # the same windows in each
+    assert rep["rows"][0]["windows"] == 8 and rep["rows"][4]["windows"] == 16
+    assert "SQuAD span-QA fine-tune steps" in text and "tokens/s x" in text and "length-grouped, bf16 autocast" in text
+    assert "a larger batch trains on other windows of the same pool" in text
+
+
+def test_squad_step_batches_share_windows_and_follow_the_runs_sampler():
+    """The warm-up batch is the pool's longest; the random batches hold exactly the timed grouped windows; the
+    projected epoch pads as the run's sampler batches (every window to its batch's longest)."""
+    from berteval.bench import squad_step
+    from berteval.training import LengthGroupedBatches
+    from berteval.seeds import torch_generator
+
+    lengths = np.random.default_rng(0).integers(20, 385, size=800)
+    picked = squad_step.pick_batches(lengths, 32, 6, seed=0)
+    assert len(picked) == 7 and all(len(b) == 32 for b in picked)
+    assert lengths[picked[0]].max() == max(lengths[b].max() for b in picked)
+    assert len({i for b in picked for i in b}) == 7 * 32  # no window twice
+    dealt = squad_step.random_batches(picked[1:], 32, seed=0)
+    assert sorted(i for b in dealt for i in b) == sorted(i for b in picked[1:] for i in b) and dealt != picked[1:]
+    assert squad_step.pick_batches(lengths, 32, 6, seed=0) == picked  # seeded
+    grouped = squad_step.settings(384, 32)[2]
+    pad = squad_step.epoch_padded_lengths(lengths, grouped, 384, seed=0)
+    for b in LengthGroupedBatches(lengths, 32, torch_generator(0, "train"))._batches():
+        assert (pad[b] == lengths[b].max()).all()
+    assert (squad_step.epoch_padded_lengths(lengths, squad_step.settings(384, 32)[0], 384, 0) == 384).all()
+    with pytest.raises(BertevalError, match="raise --squad-step-sample"):
+        squad_step.pick_batches(lengths[:100], 32, 6, seed=0)
+
+
+def test_squad_step_reads_the_full_train_set_where_the_run_would(tmp_path):
+    from berteval.bench import squad_step
+
+    (tmp_path / "squad").mkdir()
+    (tmp_path / "squad" / "train-subset.json").write_text("{}")
+    assert squad_step.train_set_of(tmp_path) == "subset"
+    (tmp_path / "squad" / "train-v1.1-reconstructed.json").write_text("{}")
+    assert squad_step.train_set_of(tmp_path) == "full"
+
+
+def test_squad_step_is_named_not_run_by_default(tiny_models, capsys, monkeypatch):
+    from berteval import bench
+
+    monkeypatch.delenv("BERTEVAL_DATA", raising=False)
+
+    assert "squad-step" in bench.SECTIONS and "squad-step" not in bench.DEFAULT_SECTIONS
+    assert main(["bench", "--model", str(tiny_models["pretraining"]), "--sections", "squad-step"]) == 0
+    assert "squad-step: left out" in capsys.readouterr().out
