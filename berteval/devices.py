@@ -8,12 +8,14 @@ imported when a name is resolved, not when the option is parsed.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 
 ENV = "BERTEVAL_DEVICE"
 CHOICES = "auto, cpu, cuda, cuda:N, mps"
 _PATTERN = re.compile(r"auto|cpu|mps|cuda(:\d+)?")
+log = logging.getLogger(__name__)
 
 
 def requested(option: str | None) -> str:
@@ -83,7 +85,7 @@ def to(batch: dict, device=None) -> dict:
 def token_budget(cpu_budget: int, device=None, per_token_bytes: int = 64 * 1024) -> int:
     """Padded tokens per inference batch: the CPU's tuned budget, or on a GPU what its free memory holds
     (a quarter of it, at `per_token_bytes` of activations a token: BERT-base's 12 layers x 768 x a few
-    buffers), never less than the CPU's. `oom_retry` halves it when a batch still does not fit."""
+    buffers), never less than the CPU's. `batched` halves it when a batch still does not fit."""
     import torch
 
     device = device or current()
@@ -93,30 +95,87 @@ def token_budget(cpu_budget: int, device=None, per_token_bytes: int = 64 * 1024)
     return max(cpu_budget, int(free / 4 / per_token_bytes))
 
 
-def oom_retry(run_batches, budget: int, floor: int = 256):
-    """Call `run_batches(budget)`; on a GPU out-of-memory error, free the cache and try again at half the budget
-    (down to `floor`), instead of failing the run."""
+def _out_of_memory():
+    """The exception class a GPU's allocator raises (torch.OutOfMemoryError; torch.cuda's is the same class)."""
     import torch
 
+    return getattr(torch, "OutOfMemoryError", None) or torch.cuda.OutOfMemoryError
+
+
+def oom_retry(step, budget: int, floor: int = 1):
+    """`(step(budget), budget)`; on an out-of-memory error, free the allocator's cache and call it again at half
+    the budget, and again, while half stays at or above `floor`; below it the error is raised (a batch of one
+    input that does not fit cannot be helped by halving). The budget that worked comes back with the result so
+    the caller keeps it for the batches that follow."""
+    import torch
+
+    oom = _out_of_memory()
     while True:
         try:
-            return run_batches(budget)
-        except torch.OutOfMemoryError:
-            if budget <= floor:
+            return step(budget), budget
+        except oom:
+            if budget // 2 < floor:
                 raise
-            torch.cuda.empty_cache()
-            budget //= 2
+        # Outside the except block: the failed batch's tensors (held by the traceback) are gone by now.
+        torch.cuda.empty_cache()  # a no-op where CUDA was never initialised
+        log.warning("out of memory on %s at %s padded tokens a batch; retrying at %s", current(), f"{budget:,}",
+                    f"{budget // 2:,}")
+        budget //= 2
+
+
+def batched(lengths, budget: int, run, max_batch: int | None = None) -> int:
+    """Call `run(indices)` for length-sorted batches, longest first, each padded to its longest input and
+    within `budget` padded tokens (at most `max_batch` inputs). A batch that runs out of GPU memory is
+    retried at half the budget (`oom_retry`), and the batches after it keep the lower budget, instead of the
+    run failing; without an out-of-memory error the batches are exactly the planned ones. Returns the budget
+    it ended with."""
+    import numpy as np
+
+    lengths = np.asarray(lengths)
+    order = np.argsort(-lengths, kind="stable")
+    start = 0
+    while start < len(order):
+        longest = max(1, int(lengths[order[start]]))
+        cap = min(max_batch or len(order), len(order) - start)
+        planned = min(budget, cap * longest)  # what this batch really pads to: halving it shrinks the batch
+
+        def step(tokens: int) -> int:
+            size = max(1, min(cap, tokens // longest))
+            run(order[start : start + size])
+            return size
+
+        size, used = oom_retry(step, planned, floor=longest)
+        if used < planned:
+            budget = used
+        start += size
+    return budget
+
+
+def compute_dtype(dtype: str, training: bool, device=None) -> str:
+    """What runs for `--dtype` on the device: "fp32" as asked; for bf16, "bf16" where the device has it (the
+    CPU, a CUDA GPU of compute capability 8 or more, MPS); on a CUDA GPU without bf16 (T4, V100), "fp16"
+    autocast with a gradient scaler for a model being trained (and the evaluation right after it, as it
+    trained), and "fp32" for frozen inference (an fp16 copy of the weights is unmeasured here and its
+    activations may overflow where there is no scaler to notice)."""
+    device = device or current()
+    if dtype != "bf16" or bf16_supported(device):
+        return dtype
+    return "fp16" if training and device.type == "cuda" else "fp32"
 
 
 def autocast(dtype: str, device=None):
-    """bf16 autocast on the device's type (CPU or CUDA), or nothing for fp32."""
+    """Mixed precision for a model being trained on the device (`compute_dtype(dtype, training=True)`): bf16
+    autocast on the device's type (CPU or CUDA), fp16 autocast on a CUDA GPU without bf16, nothing for fp32."""
     import contextlib
 
     import torch
 
     device = device or current()
-    if dtype != "bf16":
+    ran = compute_dtype(dtype, training=True, device=device)
+    if ran == "fp32":
         return contextlib.nullcontext()
+    if ran == "fp16":
+        return torch.autocast(device.type, dtype=torch.float16)
     return torch.autocast(device.type if device.type in ("cpu", "cuda") else "cpu", dtype=torch.bfloat16)
 
 
@@ -135,12 +194,16 @@ def describe(device) -> str:
 
 
 def bf16_supported(device) -> bool:
-    """bf16 matmuls without emulation: CUDA compute capability 8+, any CPU torch builds (fast only with
-    AVX512-BF16 or AMX: see docs/performance.md), MPS from torch's own check."""
+    """bf16 matmuls without emulation: a CUDA GPU of compute capability 8+ (Ampere on; ROCm builds: any), the
+    CPU (any torch build runs them; fast only with AVX512-BF16 or AMX: see docs/performance.md), MPS.
+    Not `torch.cuda.is_bf16_supported()`: by default it also says yes where bf16 is only emulated (a T4 or a
+    V100 makes bf16 tensors, slowly), and it asks about the current GPU, not this one."""
     import torch
 
     if device.type == "cuda":
-        return torch.cuda.is_bf16_supported()
+        if torch.version.hip:
+            return True
+        return torch.cuda.get_device_properties(device).major >= 8
     return True
 
 

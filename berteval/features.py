@@ -5,7 +5,9 @@ An ablation over K poolings and L layers must cost one encoding, not K x L, and 
 a seed must cost none. So inputs are tokenised once, sorted by length and batched by a
 token budget (padding only to the longest in each batch), run under
 `torch.inference_mode()`, and every (pooling, layer) vector is taken from the same
-hidden states. The encoder is frozen here, so `--dtype bf16` runs it on bf16 weights
+hidden states. The budget is the device's (`device_budget`: 4,096 tokens on the CPU, sized from
+free memory on a GPU), and a batch that runs out of GPU memory is retried at half of it
+(`each_batch`), not a failed run. The encoder is frozen here, so `--dtype bf16` runs it on bf16 weights
 (`berteval.precision`); pooling reads the states as float32. Results are cached under
 $BERTEVAL_CACHE keyed by model + revision + data checksum + max length + dtype (+ the bf16
 path), one .npy per (pooling, layer).
@@ -52,9 +54,16 @@ MAX_TOKENS = {"fp32": 4096, "bf16": 4096}
 
 
 def token_budget(dtype: str) -> int:
-    """Padded tokens per batch for a frozen encoder in `dtype` (an unknown dtype is refused here)."""
+    """Padded tokens per batch for a frozen encoder in `dtype` on the CPU (an unknown dtype is refused here)."""
     precision.check(dtype)
     return MAX_TOKENS[dtype]
+
+
+def device_budget(dtype: str) -> int:
+    """Padded tokens per batch for a frozen model in `dtype` on the process's device: the CPU's `token_budget`,
+    or on a GPU what its free memory holds (`berteval.devices.token_budget`). Every frozen forward path that
+    batches by tokens (the encoder, the token probe's states, a checkpoint's NSP head) starts from it."""
+    return devices.token_budget(token_budget(dtype))
 
 Text = str | tuple[str, str]  # a sentence, or a sentence pair encoded as [CLS] A [SEP] B [SEP]
 
@@ -64,9 +73,11 @@ log = logging.getLogger(__name__)  # unconfigured, a warning still reaches stder
 def key_fields(model: LoadedModel, data_sha256: str, max_length: int, dtype: str,
                how: str = precision.FROZEN) -> dict:
     """Everything that decides the vectors: the cache folder's name is its hash, each proof names it in full.
-    bf16 on bf16 weights adds its path; fp32 keys (and autocast's) are as they always were."""
+    bf16 on bf16 weights adds its path; fp32 keys (and autocast's) are as they always were. A device that runs
+    bf16 as something else (a GPU without bf16) adds what ran (`precision.fallback`; never on the CPU)."""
     return {"format": FEATURE_FORMAT, "model": model.model_id, "revision": model.revision, "data": data_sha256,
-            "max_length": max_length, "dtype": dtype, **precision.identity(dtype, how)}
+            "max_length": max_length, "dtype": dtype, **precision.identity(dtype, how),
+            **precision.fallback(dtype, how)}
 
 
 def feature_key(model: LoadedModel, data_sha256: str, max_length: int, dtype: str, how: str = precision.FROZEN) -> str:
@@ -210,6 +221,23 @@ def padded_batches(model: LoadedModel, texts: list[Text], max_length: int, max_t
         yield idx, devices.to(dict(model.tokenizer.pad(feats, return_tensors="pt")))
 
 
+def each_batch(model: LoadedModel, texts: list[Text], max_length: int, max_tokens: int, run,
+               max_batch: int = 256) -> int:
+    """Tokenise once, then `run(indices into texts, padded batch of tensors on the device)` for the batches
+    `padded_batches` would yield, longest first. A batch that runs out of GPU memory is retried at half the
+    token budget, and the batches after it keep the lower budget (`berteval.devices.batched`): `run` must
+    write its results by index, so a retried batch writes the same rows. Returns the budget it ended with."""
+    enc = tokenise(model, texts, max_length)
+    lengths = np.array([len(ids) for ids in enc["input_ids"]])
+    keys = [k for k in enc.keys() if k in ("input_ids", "attention_mask", "token_type_ids")]
+
+    def one(idx: np.ndarray) -> None:
+        feats = [{k: enc[k][i] for k in keys} for i in idx]
+        run(idx, devices.to(dict(model.tokenizer.pad(feats, return_tensors="pt"))))
+
+    return devices.batched(lengths, max_tokens, one, max_batch)
+
+
 @torch.inference_mode()
 def encode_batch(
     model: LoadedModel,
@@ -274,7 +302,7 @@ def encode(
     layers: list[int] = (-1,),
     max_length: int = 128,
     dtype: str = "fp32",
-    max_tokens: int | None = None,  # None: token_budget(dtype)
+    max_tokens: int | None = None,  # None: device_budget(dtype)
     max_batch: int = 256,
     use_cache: bool = True,
     progress: bool = True,
@@ -326,13 +354,16 @@ def encode(
     share = devices.shard(len(texts))
     mine = list(range(share.start, share.stop))
     bar = tqdm(total=len(mine), desc=desc, unit="ex", disable=not progress, leave=False)
-    budget = max_tokens or devices.token_budget(token_budget(dtype))
-    for idx, batch in padded_batches(model, [texts[i] for i in mine], max_length, budget, max_batch):
+
+    def run(idx: np.ndarray, batch: dict) -> None:
         pooled = encode_batch(model, batch, miss_poolings, miss_layers, dtype, how)
         rows = np.asarray(mine)[idx]
         for k in missing:
             out[k][rows] = pooled[k].cpu().numpy()
         bar.update(len(idx))
+
+    # Out of GPU memory: the batch again at half the budget, not a failed run (berteval.devices.batched).
+    each_batch(model, [texts[i] for i in mine], max_length, max_tokens or device_budget(dtype), run, max_batch)
     bar.close()
     if share.processes > 1:
         out = devices.gather_rows(out, share)

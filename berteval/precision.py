@@ -9,7 +9,10 @@ trained (`MIXED`) runs autocast over fp32 master weights (accelerate's mixed pre
 the evaluation right after training, so the records of models trained in bf16 keep reproducing.
 Only the frozen bf16 path names itself in run identities and feature-cache keys (`identity`:
 `"bf16": "weights"`), so its results never pass for the autocast ones written before; every fp32 run
-id and cache key stays as it was. The copy keeps the model's attention implementation ("sdpa" for
+id and cache key stays as it was. The device decides what bf16 can run as (`effective`): everywhere it has
+bf16 (the CPU always), as above; on a CUDA GPU without bf16 a model being trained runs fp16 autocast with a
+gradient scaler and frozen inference runs fp32, named in the run id and the cache key (`fallback`) and in
+the record (`describe`). The copy keeps the model's attention implementation ("sdpa" for
 the default model: PyTorch's fused CPU flash-attention kernel in fp32 and bf16). Torch-free at
 import: the regimes name these paths in run identities before anything is loaded. Why bf16 weights
 rather than autocast, with the timings: docs/performance.md, "Why a frozen model runs on bf16
@@ -48,8 +51,35 @@ def identity(dtype: str, how: str = FROZEN) -> dict:
     return {"bf16": FROZEN} if dtype == "bf16" and how == FROZEN else {}
 
 
+def effective(dtype: str, how: str | None = FROZEN) -> str:
+    """What runs on the process's device for `dtype` on the path `how` (`berteval.devices.compute_dtype`):
+    the dtype itself wherever it can run (always on the CPU), else on a CUDA GPU without bf16 "fp16" (autocast
+    with a gradient scaler) for a model being trained (MIXED) and "fp32" for frozen inference."""
+    from . import devices
+
+    check(dtype)
+    return devices.compute_dtype(dtype, training=how == MIXED)
+
+
+def fallback(dtype: str, how: str | None = FROZEN) -> dict:
+    """What a run id or cache key adds when the device cannot run `dtype` as asked: `{"precision": <what ran>}`
+    (a bf16 run on a GPU without bf16), else nothing: never anything on the CPU, so no CPU id changes."""
+    ran = effective(dtype, how)
+    return {"precision": ran} if ran != dtype else {}
+
+
+def describe(dtype: str, how: str | None = FROZEN) -> str:
+    """The precision that ran, in words, for a record: "fp32", "bf16 (weights)", "bf16 (autocast)",
+    "fp16 (autocast, gradient scaler)"; a fallback says that the device has no bf16."""
+    ran = effective(dtype, how)
+    words = {"fp32": "fp32", "fp16": "fp16 (autocast, gradient scaler)"}.get(
+        ran, f"bf16 ({MIXED if how == MIXED else FROZEN})")
+    return words if ran == dtype else f"{words}: bf16 asked, this device has none"
+
+
 def autocast(dtype: str):
-    """Mixed precision for a forward pass of trained (fp32) weights: bf16 autocast on CPU, or nothing for fp32."""
+    """Mixed precision for a forward pass of trained (fp32) weights: bf16 autocast where the device has bf16,
+    fp16 autocast on a CUDA GPU without it, nothing for fp32 (`berteval.devices.autocast`)."""
     from . import devices
 
     check(dtype)
@@ -88,13 +118,15 @@ def bf16_copy(module: torch.nn.Module) -> torch.nn.Module:
 @contextlib.contextmanager
 def running(module: torch.nn.Module, dtype: str, how: str | None = FROZEN):
     """The module to call for one forward pass in `dtype`, inside the context it needs:
-    fp32 -> the module itself; bf16 and FROZEN -> its bf16 copy; bf16 and MIXED -> the module under
-    autocast; how=None -> the module itself, for a module that applies the dtype inside (it calls this)."""
+    fp32 -> the module itself; bf16 and FROZEN -> its bf16 copy (the module itself on a GPU without bf16);
+    bf16 and MIXED -> the module under autocast (fp16 autocast on a GPU without bf16); how=None -> the module
+    itself, for a module that applies the dtype inside (it calls this)."""
     check(dtype)
     if dtype == "fp32" or how is None:
         yield module
     elif how == FROZEN:
-        yield bf16_copy(module)
+        # On a GPU without bf16 the frozen path runs fp32 (`effective`); everywhere else its bf16 copy.
+        yield bf16_copy(module) if effective(dtype, FROZEN) == "bf16" else module
     elif how == MIXED:
         with autocast(dtype):
             yield module

@@ -18,7 +18,7 @@ import shlex
 import sys
 import time
 
-from . import devices, provenance, records, regimes
+from . import devices, precision, provenance, records, regimes
 from . import store as store_mod
 from .errors import BertevalError
 from .regimes.base import Cell, CellResult, Run, RunReport, RunSpec
@@ -60,16 +60,19 @@ def run(spec: RunSpec) -> RunReport:
     for cell, rid in todo:
         t0 = time.perf_counter()
         result = regime.fit_predict(prepared, cell, rid)
-        _store(ctx, cell, rid, result, result.wall_s if result.wall_s is not None else time.perf_counter() - t0)
+        _store(ctx, cell, rid, result, result.wall_s if result.wall_s is not None else time.perf_counter() - t0,
+               regime.bf16_path)
         if result.cleanup is not None:
             result.cleanup()  # e.g. a training checkpoint, no longer needed once the record is in
     return ctx.report
 
 
-def _store(ctx: Run, cell: Cell, rid: str, result: CellResult, wall_s: float) -> None:
+def _store(ctx: Run, cell: Cell, rid: str, result: CellResult, wall_s: float, how: str = precision.FROZEN) -> None:
     task, store = ctx.task.name, ctx.store
     predictions_file = store.write_predictions(task, rid, result.predictions) if result.predictions is not None else None
     config = dict(result.config)
+    if devices.current().type != "cpu":  # off the CPU the record says what precision ran (CPU records unchanged)
+        config["precision"] = precision.describe(ctx.spec.dtype, how)
     if result.head is not None:
         config["head_file"] = store.save_head(task, rid, result.head)
     rec = new_record(ctx, cell, rid, result, config, wall_s, predictions_file)

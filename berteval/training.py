@@ -4,7 +4,8 @@ under `accelerate launch` on several GPUs or nodes (the DataLoader is sharded by
 `prepare`, gradients are synchronised by `backward`).
 
 AdamW with linear warm-up and linear decay, gradient clipping, optional bf16 autocast
-(accelerate's mixed precision; on CPU it reaches AMX). Batches come from a seeded
+(accelerate's mixed precision; on CPU it reaches AMX; on a CUDA GPU without bf16, fp16 autocast
+with a gradient scaler: `mixed_precision`). Batches come from a seeded
 sampler, one generator per epoch, so a run is reproducible and a resumed run sees
 exactly the batches it would have seen. Checkpoints (`accelerator.save_state` plus a
 small progress file inside the same folder) are written every `checkpoint_every` steps and at an epoch's end
@@ -165,6 +166,16 @@ class _Selection:
             accelerator.unwrap_model(model).load_state_dict(self.best_state)  # keep the selected epoch's weights
 
 
+def mixed_precision(dtype: str) -> str:
+    """accelerate's mixed precision for `dtype` on the process's device (`precision.effective`, trained):
+    "bf16" where the device has bf16 (the CPU always), "fp16" on a CUDA GPU without it (accelerate then
+    scales the loss with a GradScaler: `backward` scales, `clip_grad_norm_` unscales, a step with inf or
+    NaN gradients is skipped with its scheduler step), "no" for fp32."""
+    from . import precision
+
+    return {"bf16": "bf16", "fp16": "fp16"}.get(precision.effective(dtype, precision.MIXED), "no")
+
+
 def train(model: torch.nn.Module, dataset, collate: Callable, loss_fn: Callable, cfg: TrainConfig,
           progress: bool = True, lengths=None, on_epoch_end: Callable | None = None) -> TrainResult:
     """Train the parameters of `model` that require grad; `loss_fn(model, batch) -> scalar loss`.
@@ -181,7 +192,7 @@ def train(model: torch.nn.Module, dataset, collate: Callable, loss_fn: Callable,
     from . import devices
 
     # The process's device (berteval.devices): on the CPU accelerate must be told so, even where a GPU is present.
-    accelerator = Accelerator(mixed_precision="bf16" if cfg.dtype == "bf16" else "no",
+    accelerator = Accelerator(mixed_precision=mixed_precision(cfg.dtype),
                               cpu=devices.current().type == "cpu",
                               kwargs_handlers=[DistributedDataParallelKwargs(find_unused_parameters=True)])
     launched = int(os.environ.get("WORLD_SIZE", "1"))

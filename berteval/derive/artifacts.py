@@ -44,7 +44,13 @@ def _files(stage: Path) -> dict[str, dict]:
 
 
 def record(ctx: Context, objective: str, base, outcome: Outcome, files: dict) -> dict:
+    from .. import devices, precision
+
     spec = ctx.spec
+    device = devices.current()  # the one this derivation ran on (`derive --device`), not always the CPU
+    # Off the CPU the record also says what precision the training ran in (a GPU without bf16 runs
+    # --dtype bf16 as fp16 autocast with a gradient scaler); CPU records keep their fields.
+    ran = {} if device.type == "cpu" else {"precision": precision.describe(ctx.dtype, precision.MIXED)}
     return {
         "schema": SCHEMA,
         "name": spec.name,
@@ -61,7 +67,8 @@ def record(ctx: Context, objective: str, base, outcome: Outcome, files: dict) ->
         "artifacts": {"files": files, "sha256": derived.artifacts_sha256(files)},
         "versions": provenance.versions(),
         "git_commit": provenance.git_commit(),
-        "device": provenance.device(),
+        "device": devices.describe(device),
+        **ran,
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
 

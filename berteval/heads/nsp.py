@@ -39,8 +39,12 @@ def pretrained_proba(model: models.LoadedModel, pairs: list[tuple[str, str]], ma
     is trained here, so bf16 runs on the NSP model's bf16 copy (`precision.FROZEN`)."""
     head = require_pretrained_head(model)
     out = np.zeros((len(pairs), 2), dtype=np.float32)
-    for idx, batch in features.padded_batches(model, pairs, max_length, features.token_budget(dtype)):
+
+    def run(idx, batch: dict) -> None:
         with precision.running(head, dtype) as nsp:
             logits = nsp(**batch).logits  # (B, 2): seq_relationship, index 0 = IsNext
         out[idx] = torch.softmax(logits.float(), dim=-1).cpu().numpy()
+
+    # The device's token budget, halved on a GPU out-of-memory error (features.each_batch), as the encoder's.
+    features.each_batch(model, pairs, max_length, features.device_budget(dtype), run)
     return out

@@ -55,18 +55,22 @@ def token_states(model, texts: list, layers: list[int], max_length: int, dtype: 
                  ) -> dict[int, list[torch.Tensor]]:
     """{layer: [(T_i, H) float32 states of input i's real tokens]}, from one pass over `texts`. The encoder
     is frozen (only the head and the pooling's parameters train, on these states), so bf16 runs on its
-    bf16 copy (`precision.FROZEN`) with the frozen path's token budget."""
+    bf16 copy (`precision.FROZEN`) with the frozen path's token budget on the device."""
     lengths = [len(ids) for ids in features.tokenise(model, texts, max_length)["input_ids"]]
     check_fits(name, sum(lengths), model.hidden_size, len(layers), len(texts))
     out: dict[int, list] = {layer: [None] * len(texts) for layer in layers}
     need_all = any(layer != -1 for layer in layers)
-    for idx, batch in features.padded_batches(model, texts, max_length, features.token_budget(dtype)):
+
+    def run(idx, batch: dict) -> None:
         with precision.running(model.encoder, dtype) as encoder:
             enc = encoder(**batch, output_hidden_states=need_all)
         for layer in layers:
             hidden = (enc.last_hidden_state if layer == -1 else enc.hidden_states[layer]).float()  # (B, T, H)
             for row, i in enumerate(idx):
                 out[layer][i] = hidden[row, : lengths[i]].cpu().clone()  # (T_i, H): padding dropped, in host memory
+
+    # The device's budget, halved on a GPU out-of-memory error (features.each_batch), as the encoder's.
+    features.each_batch(model, texts, max_length, features.device_budget(dtype), run)
     return out
 
 

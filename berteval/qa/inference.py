@@ -64,28 +64,30 @@ def head_model(loaded: models.LoadedModel, require_pretrained: bool = False,
     return model
 
 
+MAX_TOKENS = 8192  # padded tokens per batch of windows on the CPU; a GPU's comes from its free memory
+
+
 @torch.inference_mode()
 def window_logits(model: torch.nn.Module, tokenizer, windows: Windows, dtype: str = "fp32",
-                  max_tokens: int = 8192, progress: bool = False,
+                  max_tokens: int | None = None, progress: bool = False,
                   how: str | None = precision.FROZEN) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """Start and end logits (each (T_w,) float32) for every window, length-sorted batches.
 
     `how` says how bf16 runs (`berteval.precision`): FROZEN (the default: a served, committed or
     pretrained model, or a frozen encoder under a probe's head) on the model's bf16 copy; MIXED
     (the evaluation right after a fine-tune, as it trained) under autocast; None for a model that
-    applies the dtype inside (`qa.vector.VectorQA`)."""
+    applies the dtype inside (`qa.vector.VectorQA`). Batches hold `max_tokens` padded tokens (None:
+    MAX_TOKENS on the CPU, the device's budget on a GPU); a batch that runs out of GPU memory is
+    retried at half of it (`berteval.devices.batched`), not a failed run."""
     from tqdm.auto import tqdm
 
     model.eval()
     lengths = np.array([len(f["input_ids"]) for f in windows.features])
-    order = np.argsort(-lengths, kind="stable")
     starts: list[np.ndarray | None] = [None] * len(windows)
     ends: list[np.ndarray | None] = [None] * len(windows)
     bar = tqdm(total=len(windows), desc="QA windows", unit="win", disable=not progress, leave=False)
-    i = 0
-    while i < len(order):
-        size = max(1, max_tokens // int(lengths[order[i]]))
-        idx = order[i : i + size]
+
+    def run(idx: np.ndarray) -> None:
         batch = devices.to(dict(tokenizer.pad([windows.features[j] for j in idx], return_tensors="pt")))
         with precision.running(model, dtype, how) as m:
             out = m(**batch)
@@ -93,7 +95,8 @@ def window_logits(model: torch.nn.Module, tokenizer, windows: Windows, dtype: st
         for row, j in enumerate(idx):
             starts[j], ends[j] = s[row, : lengths[j]], e[row, : lengths[j]]
         bar.update(len(idx))
-        i += size
+
+    devices.batched(lengths, max_tokens or devices.token_budget(MAX_TOKENS), run)
     bar.close()
     return starts, ends
 

@@ -307,6 +307,8 @@ class CellRegime:
         device = _device_type()
         if device != "cpu" and (run.spec.dtype == "bf16" or self.bf16_path == precision.MIXED):
             ident["device"] = device  # another device's kernels: bf16 rounding and training order differ
+            # A GPU without bf16 runs --dtype bf16 as fp16 autocast (trained) or fp32 (frozen): another cell.
+            ident.update(precision.fallback(run.spec.dtype, self.bf16_path))
         return ident
 
     def prepare(self, run: Run, todo: list[Cell]) -> Any:

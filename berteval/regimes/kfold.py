@@ -129,6 +129,11 @@ class KFold(CellRegime):
         self.contract = inner.contract
         self._data: dict[int, TaskData] | None = None
 
+    @property
+    def bf16_path(self) -> str:
+        """How the wrapped regime runs bf16 (its record says what precision ran)."""
+        return self.inner.bf16_path
+
     def _view(self, run, fold: int) -> _View:
         if self._data is None:
             self._data = fold_data(run.task, run.data, self.k)
