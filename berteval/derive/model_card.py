@@ -44,8 +44,7 @@ def render(record: dict, model_index: list | None = None) -> str:
         f"{tr.get('steps', 0):,} steps, {tr.get('tokens_seen', 0):,} tokens ({tr.get('sequences_seen', 0):,} "
         f"sequences), {tr.get('train_wall_s', 0) / 3600:.2f} h on {record.get('device', '?')} "
         f"({record.get('dtype')}); lr {hyper.get('lr')}, warm-up {hyper.get('warmup_steps')} steps then linear "
-        f"decay, batch {hyper.get('batch_size')} x 128 tokens for {1 - hyper.get('long_share', 0):.0%} of the "
-        f"steps and {hyper.get('long_batch_size')} x 512 for the rest.", "",
+        f"decay; {_phases(hyper)}.", "",
         f"Command: `{record.get('command', '')}`", "",
         *([f"**Stopped early**: published at step {record['stopped_early']['at_step']:,} of the "
            f"{record['stopped_early']['planned_steps']:,} planned "
@@ -67,3 +66,14 @@ def render(record: dict, model_index: list | None = None) -> str:
                   "accuracy is that of a random initialisation, shown as the control.", ""]
     lines += ["Everything about the run (checksums of every input, curves, versions) is in `derivation.json`.", ""]
     return "\n".join(lines)
+
+
+def _phases(hyper: dict) -> str:
+    """The schedule's sequence lengths in words: batch x tokens for each share of the steps."""
+    tiny, long = hyper.get("tiny_share", 0.0) or 0.0, hyper.get("long_share", 0.0)
+    parts = [f"batch {hyper.get('tiny_batch_size')} x 32 tokens for the first {tiny:.0%} of the steps (a phase "
+             "BERT does not have: it moves a small model off the unigram plateau)"] if tiny else []
+    parts.append(f"batch {hyper.get('batch_size')} x 128 tokens for {1 - tiny - long:.0%}")
+    parts.append(f"{hyper.get('long_batch_size')} x 512 for the last {long:.0%}")
+    return ", ".join(parts)
+

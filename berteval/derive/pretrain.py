@@ -15,9 +15,13 @@ touch them either): they stay exactly as initialised, the control. bf16 autocast
 asked (fp32 master weights and optimiser state).
 
 Schedule: AdamW (betas, weight decay 0.01 except biases and LayerNorm), linear warm-up then
-linear decay to 0, clipping at 1.0. Sequences of 128 tokens for the first
-(1 - long_share) of the steps and 512 for the rest, as BERT (90% / 10%), at the same
-tokens per step. The batch order is one seeded permutation per length, identical for both
+linear decay to 0, clipping at 1.0. Three phases at about the same tokens per step: 32-token
+pairs for the first `tiny_share` of the steps, 128 tokens (BERT's first phase) for most, 512
+for the last `long_share` (BERT: 10%). The 32-token phase is ours, not BERT's: on 128 tokens
+a small model sits for tens of millions of tokens on the unigram plateau (attention to a
+neighbour starts at 1/128 of a head and its value is 1/128 of what a head reads); on 32 the
+same model leaves it within a few million and keeps what it learned when the pairs grow
+(docs/findings/pretraining.md measures both). The batch order is one seeded permutation per length, identical for both
 twins. Every `eval_every` steps: held-out MLM accuracy and loss, NSP accuracy on held-out
 segment pairs, on held-out sentence pairs and on the NSP dev sentence pairs (fixed
 subsets; all of each at the end).
@@ -254,14 +258,28 @@ def _load_checkpoint(path: Path, model, opt, sched) -> RunState:
 
 
 def schedule_plan(hyper: dict) -> dict:
+    """Steps per phase, in order: `tiny` (32-token pairs, the plateau breaker), `short` (128, BERT's first phase),
+    `long` (512, BERT's last 10%), each at about the same tokens per step. A hyper-parameter set without
+    `tiny_share` (older records, the bench) has no tiny phase."""
     total = int(hyper["steps"])
+    tiny_steps = int(round(total * hyper.get("tiny_share", 0.0)))
     long_steps = int(round(total * hyper["long_share"]))
-    return {"steps": total, "short_steps": total - long_steps, "long_steps": long_steps,
+    return {"steps": total, "tiny_steps": tiny_steps, "short_steps": total - tiny_steps - long_steps,
+            "long_steps": long_steps, "tiny_batch": int(hyper.get("tiny_batch_size", 0)),
             "short_batch": int(hyper["batch_size"]), "long_batch": int(hyper["long_batch_size"])}
 
 
-def _orders(prepared, plan: dict, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """The batch order: a seeded permutation per length (repeated if the budget exceeds one pass)."""
+def phases(prepared, plan: dict) -> list[tuple[str, object, int, int]]:
+    """(name, training sequences, steps, batch) in schedule order, phases with no steps left out."""
+    rows = [("tiny", prepared.train_tiny, plan["tiny_steps"], plan["tiny_batch"]),
+            ("short", prepared.train, plan["short_steps"], plan["short_batch"]),
+            ("long", prepared.train_long, plan["long_steps"], plan["long_batch"])]
+    return [r for r in rows if r[2] > 0]
+
+
+def _orders(prepared, plan: dict, seed: int) -> dict[str, np.ndarray]:
+    """The batch order: a seeded permutation per phase (repeated if the budget exceeds one pass). The 128- and
+    512-token orders are drawn first, as before the tiny phase existed."""
     rng = numpy_rng(seed, "pretrain")
 
     def order(n_rows: int, needed: int) -> np.ndarray:
@@ -270,8 +288,25 @@ def _orders(prepared, plan: dict, seed: int) -> tuple[np.ndarray, np.ndarray]:
         reps = max(1, math.ceil(needed / max(1, n_rows)))
         return np.concatenate([rng.permutation(n_rows) for _ in range(reps)])[:needed]
 
-    return (order(len(prepared.train), plan["short_steps"] * plan["short_batch"]),
-            order(len(prepared.train_long), plan["long_steps"] * plan["long_batch"]))
+    out = {"short": order(len(prepared.train), plan["short_steps"] * plan["short_batch"]),
+           "long": order(len(prepared.train_long), plan["long_steps"] * plan["long_batch"])}
+    if plan["tiny_steps"]:
+        if prepared.train_tiny is None:
+            raise BertevalError("the schedule has a 32-token phase but the prepared examples have none: "
+                                "prepare with --tiny-sequences N")
+        out["tiny"] = order(len(prepared.train_tiny), plan["tiny_steps"] * plan["tiny_batch"])
+    return out
+
+
+def _batch_rows(prepared, plan: dict, orders: dict, step: int):
+    """The training sequences and row indices of schedule step `step`."""
+    start = 0
+    for name, seqs, steps, b in phases(prepared, plan):
+        if step < start + steps:
+            k = step - start
+            return seqs, orders[name][k * b : (k + 1) * b]
+        start += steps
+    raise IndexError(step)
 
 
 def train(prepared, nsp: bool, hyper: dict, seed: int, device, dtype: str, checkpoint: Path,
@@ -290,7 +325,7 @@ def train(prepared, nsp: bool, hyper: dict, seed: int, device, dtype: str, check
         log(f"resumed at step {state.step} of {plan['steps']} ({state.tokens:,} tokens seen)")
     else:
         torch.manual_seed(int(seed))  # dropout's stream: the same for both twins (their heads use none)
-    short_order, long_order = _orders(prepared, plan, seed)
+    orders = _orders(prepared, plan, seed)
     objective = Objective(model, nsp)
     model.train()
     started = time.perf_counter()
@@ -303,14 +338,7 @@ def train(prepared, nsp: bool, hyper: dict, seed: int, device, dtype: str, check
             _save_checkpoint(checkpoint, model, opt, sched, state)
             model.eval()
             return model, state, False
-        s = state.step
-        if s < plan["short_steps"]:
-            seqs, b = prepared.train, plan["short_batch"]
-            index = short_order[s * b : (s + 1) * b]
-        else:
-            seqs, b = prepared.train_long, plan["long_batch"]
-            k = s - plan["short_steps"]
-            index = long_order[k * b : (k + 1) * b]
+        seqs, index = _batch_rows(prepared, plan, orders, state.step)
         batch = batch_tensors(seqs, index, device)
         with _autocast(device, dtype):
             out = objective(**batch)

@@ -38,12 +38,13 @@ MAX_FILE_BYTES = 9_000_000
 DEFAULTS = {
     "hidden_size": 256, "layers": 4, "heads": 4, "intermediate_size": 1024,
     "vocab_size": 8_192, "short_seq_prob": 0.1, "long_sequences": 8_000, "limit_articles": None,
-    "steps": 9_000, "long_share": 0.1, "batch_size": 32, "long_batch_size": 8,
-    "lr": 1e-3, "warmup_steps": 300, "beta1": 0.9, "beta2": 0.999, "weight_decay": 0.01, "max_grad_norm": 1.0,
+    "steps": 10_000, "tiny_share": 0.25, "long_share": 0.1, "tiny_batch_size": 128, "batch_size": 32,
+    "long_batch_size": 8, "tiny_sequences": 400_000,
+    "lr": 1e-3, "warmup_steps": 500, "beta1": 0.9, "beta2": 0.999, "weight_decay": 0.01, "max_grad_norm": 1.0,
     "eval_every": 500, "checkpoint_every": 250, "mlm_bias_init": "log-unigram",
 }
 _OPTIONS = {"steps": int, "lr": float, "warmup_steps": int, "batch_size": int, "long_batch_size": int,
-            "long_share": float, "beta2": float, "eval_every": int, "checkpoint_every": int, "vocab_size": int,
+            "long_share": float, "tiny_share": float, "tiny_batch_size": int, "tiny_sequences": int, "beta2": float, "eval_every": int, "checkpoint_every": int, "vocab_size": int,
             "short_seq_prob": float, "long_sequences": int, "limit_articles": int, "hidden_size": int,
             "layers": int, "heads": int, "intermediate_size": int, "mlm_bias_init": str}
 
@@ -80,6 +81,12 @@ def hyperparameters(args) -> dict:
             hyper[key] = value
     if hyper["steps"] < 1 or hyper["batch_size"] < 1 or not 0 <= hyper["long_share"] < 1:
         raise BertevalError("--steps and --batch-size must be positive and --long-share in [0, 1)")
+    if not 0 <= hyper["tiny_share"] < 1 - hyper["long_share"]:
+        raise BertevalError("--tiny-share must be in [0, 1 - long share): some steps must stay at 128 tokens")
+    if hyper["tiny_share"] > 0 and (hyper["tiny_sequences"] < 1 or hyper["tiny_batch_size"] < 1):
+        raise BertevalError("a 32-token phase (--tiny-share > 0) needs --tiny-sequences and --tiny-batch-size > 0")
+    if hyper["tiny_share"] == 0:
+        hyper["tiny_sequences"] = 0  # nothing to prepare: the examples keep the cache key of a 128/512 schedule
     if hyper["mlm_bias_init"] not in ("zero", "log-unigram"):
         raise BertevalError("--mlm-bias-init: zero (transformers' initialisation) or log-unigram")
     return hyper
@@ -131,9 +138,14 @@ def command(args) -> int:
     if plan["long_steps"] * plan["long_batch"] > len(prepared.train_long) * 4:
         raise BertevalError(f"{plan['long_steps']} long steps of {plan['long_batch']} need more long sequences "
                             f"than the {len(prepared.train_long)} prepared: raise --long-sequences")
+    tiny = len(prepared.train_tiny) if prepared.train_tiny is not None else 0
+    if plan["tiny_steps"] * plan["tiny_batch"] > tiny * 4:
+        raise BertevalError(f"{plan['tiny_steps']} 32-token steps of {plan['tiny_batch']} need more 32-token "
+                            f"sequences than the {tiny} prepared: raise --tiny-sequences")
     checkpoint = _checkpoint_path(args, args.name, hyper, prepared.folder.name, device.type)
     progress = checkpoint.with_suffix(".evals.jsonl")
-    log(f"{args.name}: {plan['steps']} steps ({plan['short_steps']} x {plan['short_batch']} x 128 tokens, "
+    log(f"{args.name}: {plan['steps']} steps ({plan['tiny_steps']} x {plan['tiny_batch']} x 32 tokens, "
+        f"{plan['short_steps']} x {plan['short_batch']} x 128 tokens, "
         f"{plan['long_steps']} x {plan['long_batch']} x 512), device {device}, {torch.get_num_threads()} thread(s); "
         f"checkpoint {checkpoint}")
     dev_pairs = pretrain.nsp_dev_pairs(data_dir)
@@ -155,7 +167,7 @@ def command(args) -> int:
             "at_step": state.step, "planned_steps": plan["steps"], "completed_share": round(state.step / plan["steps"], 4),
             "not_reached": "the rest of the learning-rate decay" + (
                 f" and all {plan['long_steps']} steps of 512-token sequences (position embeddings past 128 are "
-                "barely trained)" if state.step <= plan["short_steps"] else ""),
+                "barely trained)" if state.step <= plan["tiny_steps"] + plan["short_steps"] else ""),
             "resume_state": str(checkpoint)}
     publish(model.cpu(), prepared.tokenizer, record, out)
     if not early:

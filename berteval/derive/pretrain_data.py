@@ -33,9 +33,10 @@ from ..seeds import numpy_rng
 from . import masking, segments, sentences, vocab, wikipedia
 
 SCHEMA = 1
+TINY = 32  # the first phase's pairs (not BERT's: see pretrain.py), when asked for
 SHORT = 128
 LONG = 512
-MAX_PREDICTIONS = {SHORT: 20, LONG: 80}  # BERT's max_predictions_per_seq for each length
+MAX_PREDICTIONS = {TINY: 5, SHORT: 20, LONG: 80}  # BERT's max_predictions_per_seq for each length (15%)
 EVAL_SEQUENCES = 4_096  # held-out segment pairs scored at each evaluation (all at the end)
 ARRAYS = ("ids", "length", "a_len", "nsp", "mlm_pos", "mlm_tgt")
 
@@ -225,8 +226,9 @@ class Prepared:
     train_long: Sequences  # LONG
     heldout: Sequences  # SHORT, held-out articles
     heldout_long: Sequences  # LONG, held-out articles
-    heldout_pairs: list[tuple[str, str, int]]  # sentence pairs of the held-out articles (berteval.pairs rules)
+    heldout_pairs: list[tuple[str, str, int]]  # sentence pairs of the held-out articles (berteval.nsp_pairs rules)
     record: dict
+    train_tiny: Sequences | None = None  # TINY, when prepared with tiny_sequences
 
 
 def cache_key(inputs: dict) -> str:
@@ -270,6 +272,8 @@ def prepare(data_dir: Path, cache_root: Path, seed: int, hyper: dict, log=print)
         Path(data_dir) / wikipedia.SQUAD_DEV).is_file() else None
     inputs = {"schema": SCHEMA, "seed": seed, "shards": shard_sums, "squad_dev": dev_sum,
               **{k: hyper[k] for k in ("vocab_size", "short_seq_prob", "long_sequences", "limit_articles")}}
+    if hyper.get("tiny_sequences"):  # only then: a set prepared without the 32-token phase keeps its cache key
+        inputs["tiny_sequences"] = int(hyper["tiny_sequences"])
     folder = cache_root / "pretrain" / cache_key(inputs)
     meta = _verify(folder)
     if meta is None:
@@ -284,8 +288,9 @@ def prepare(data_dir: Path, cache_root: Path, seed: int, hyper: dict, log=print)
         log(f"prepared examples: {folder} (checksums verified)")
     tok = AutoTokenizer.from_pretrained(str(folder / "tokenizer"), local_files_only=True)
     pairs = [tuple(x) for x in json.loads((folder / "heldout_pairs.json").read_text())]
+    tiny = _load(folder, "train32") if "train32.npz" in meta.get("files", {}) else None
     return Prepared(folder, tok, _load(folder, "train128"), _load(folder, "train512"), _load(folder, "heldout128"),
-                    _load(folder, "heldout512"), pairs, meta["record"])
+                    _load(folder, "heldout512"), pairs, meta["record"], tiny)
 
 
 def _build(folder: Path, data_dir: Path, seed: int, hyper: dict, inputs: dict, log) -> None:
@@ -313,6 +318,13 @@ def _build(folder: Path, data_dir: Path, seed: int, hyper: dict, inputs: dict, l
     order = numpy_rng(seed, "long_segments").permutation(len(docs))
     train512, rec512 = build_sequences(docs.subset(order), tokenizer, LONG, seed, ("long_segments", "long_masking"),
                                        hyper["short_seq_prob"], limit=hyper["long_sequences"])
+    built = {}
+    if hyper.get("tiny_sequences"):
+        tiny_order = numpy_rng(seed, "tiny_segments_order").permutation(len(docs))
+        built["train32"] = build_sequences(docs.subset(tiny_order), tokenizer, TINY, seed,
+                                           ("tiny_segments", "tiny_masking"), hyper["short_seq_prob"],
+                                           limit=int(hyper["tiny_sequences"]))
+        log(f"{TINY}-token sequences: {built['train32'][1]['sequences']:,}")
     held128, hrec128 = build_sequences(held_docs, tokenizer, SHORT, seed + 1, ("segments", "eval_masking"),
                                        hyper["short_seq_prob"])
     held512, hrec512 = build_sequences(held_docs, tokenizer, LONG, seed + 1, ("long_segments", "eval_masking"),
@@ -322,7 +334,8 @@ def _build(folder: Path, data_dir: Path, seed: int, hyper: dict, inputs: dict, l
     held_pairs, pair_stats = nsp_pairs.build_pairs(held_articles, seed)
     record = {"text": corpus.record, "sentences": splitter.record, "vocabulary": vocab_record,
               "documents": {"train": doc_stats, "heldout": held_stats},
-              "sequences": {"train128": rec128, "train512": rec512, "heldout128": hrec128, "heldout512": hrec512},
+              "sequences": {"train128": rec128, "train512": rec512, "heldout128": hrec128, "heldout512": hrec512,
+                            **{name: rec for name, (_, rec) in built.items()}},
               "heldout_sentence_pairs": {**pair_stats.as_dict(), "rules": "berteval.pairs (as the NSP dev pairs: "
                                          "pysbd sentences of one paragraph, NotNext from another article)",
                                          "seed": seed},
@@ -332,7 +345,7 @@ def _build(folder: Path, data_dir: Path, seed: int, hyper: dict, inputs: dict, l
     tmp.mkdir(parents=True)
     tokenizer.save_pretrained(str(tmp / "tokenizer"))
     for name, seqs in (("train128", train128), ("train512", train512), ("heldout128", held128),
-                       ("heldout512", held512)):
+                       ("heldout512", held512), *((name, seqs) for name, (seqs, _) in built.items())):
         _save(tmp, name, seqs)
     (tmp / "heldout_pairs.json").write_text(json.dumps([[p.a, p.b, p.label] for p in held_pairs]))
     record["prepare_s"] = round(time.perf_counter() - t0, 1)

@@ -58,8 +58,8 @@ def corpus(tmp_path_factory) -> Path:
 
 
 TINY = ["--vocab-size", "120", "--hidden-size", "32", "--layers", "2", "--heads", "2", "--intermediate-size", "64",
-        "--long-sequences", "40", "--steps", "12", "--batch-size", "4", "--long-batch-size", "2",
-        "--warmup-steps", "2", "--eval-every", "6", "--checkpoint-every", "4", "--threads", "1", "--lr", "3e-3"]
+        "--long-sequences", "40", "--tiny-sequences", "200", "--tiny-batch-size", "4", "--steps", "12",
+        "--batch-size", "4", "--long-batch-size", "2", "--warmup-steps", "2", "--eval-every", "6", "--checkpoint-every", "4", "--threads", "1", "--lr", "3e-3"]
 
 
 def _pretrain(name, corpus, out, *extra):
@@ -109,6 +109,9 @@ def test_twins_pretrain_publish_and_load(corpus, tmp_path, monkeypatch):
                                                                                              tmp_path)
     rec = json.loads((nsp_dir / "derivation.json").read_text())
     assert rec["training"]["steps"] == 12 and rec["training"]["tokens_seen"] > 0
+    # three phases in order: 32-token pairs (3 steps of 4), 128 (8 of 4), 512 (1 of 2)
+    assert (rec["schedule"]["tiny_steps"], rec["schedule"]["short_steps"], rec["schedule"]["long_steps"]) == (3, 8, 1)
+    assert rec["examples"]["sequences"]["train32"]["max_length"] == 32
     assert rec["examples"]["text"]["excluded_nsp_dev_sentence"]["articles"] == 1
     assert [e["step"] for e in rec["evaluations"]] == [6, 12] and "heldout_512" in rec["final"]
     for f in rec["files"].values():
