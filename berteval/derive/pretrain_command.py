@@ -67,6 +67,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="train to this step of the schedule and publish the model there, recorded as stopped "
                              "early (the schedule is unchanged and the resume state kept: --force later resumes it "
                              "to the end); for a run that cannot finish in the time there is")
+    parser.add_argument("--vocab", help="a saved WordPiece vocabulary to use instead of training one (a tokenizer "
+                                        "folder or a published twin's folder): the trainer is not deterministic, so "
+                                        "this is how the very same examples are rebuilt")
     parser.add_argument("--force", action="store_true", help="pre-train again even if the model exists")
     parser.add_argument("--no-progress", action="store_true", help="quieter output")
     for key, kind in _OPTIONS.items():
@@ -85,6 +88,8 @@ def hyperparameters(args) -> dict:
         raise BertevalError("--tiny-share must be in [0, 1 - long share): some steps must stay at 128 tokens")
     if hyper["tiny_share"] > 0 and (hyper["tiny_sequences"] < 1 or hyper["tiny_batch_size"] < 1):
         raise BertevalError("a 32-token phase (--tiny-share > 0) needs --tiny-sequences and --tiny-batch-size > 0")
+    if getattr(args, "vocab", None):  # only when given: the resume key of a run that trains its own stays the same
+        hyper["vocab"] = str(args.vocab)
     if hyper["tiny_share"] == 0:
         hyper["tiny_sequences"] = 0  # nothing to prepare: the examples keep the cache key of a 128/512 schedule
     if hyper["mlm_bias_init"] not in ("zero", "log-unigram"):

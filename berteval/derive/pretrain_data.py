@@ -274,6 +274,8 @@ def prepare(data_dir: Path, cache_root: Path, seed: int, hyper: dict, log=print)
               **{k: hyper[k] for k in ("vocab_size", "short_seq_prob", "long_sequences", "limit_articles")}}
     if hyper.get("tiny_sequences"):  # only then: a set prepared without the 32-token phase keeps its cache key
         inputs["tiny_sequences"] = int(hyper["tiny_sequences"])
+    if hyper.get("vocab"):  # a reused vocabulary is an input: its content, not its path, names the examples
+        inputs["vocab_sha256"] = vocab.reuse(hyper["vocab"])[1]["vocab_sha256"]
     folder = cache_root / "pretrain" / cache_key(inputs)
     meta = _verify(folder)
     if meta is None:
@@ -306,7 +308,8 @@ def _build(folder: Path, data_dir: Path, seed: int, hyper: dict, inputs: dict, l
     sample = text_lines[:: max(1, len(text_lines) // 3000)][:3000]
     splitter.record["agreement_with_pysbd"] = sentences.agreement_with_pysbd(splitter, sample)
     log(f"sentences: {splitter.record['agreement_with_pysbd']}")
-    tokenizer, vocab_record = vocab.train(text_lines, hyper["vocab_size"])
+    tokenizer, vocab_record = (vocab.reuse(hyper["vocab"]) if hyper.get("vocab") else
+                               vocab.train(text_lines, hyper["vocab_size"]))
     log(f"vocabulary: {vocab_record['vocab_size']:,} WordPiece tokens in {vocab_record['train_s']} s")
     docs, doc_stats = tokenize_documents(corpus.train, splitter, tokenizer)
     log(f"training text: {doc_stats}")

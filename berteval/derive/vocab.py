@@ -11,6 +11,14 @@ hold at most ~8,800 rows (8,192 x 256 x 4 bytes = 8.4 MB); and with ~30-40 M tra
 a smaller vocabulary gives each piece more occurrences to learn from. The result is a
 `BertTokenizerFast` (transformers' BERT tokenizer), so any transformers user loads it with
 `AutoTokenizer`.
+
+The trainer is not deterministic: two trainings on the same lines give different vocabularies
+(measured here: 12 of 8,192 pieces differ and 7,733 ids move), because `tokenizers` assigns
+the ids of continuation pieces in hash-map order and breaks ties between equally frequent
+merges by id (huggingface/tokenizers issue 1794, open). So the vocabulary is a recorded
+artifact (its sha256 in every record, the file in every published model), and `reuse` takes
+a saved one (`pretrain --vocab <folder>`, e.g. a published twin's) to rebuild the very same
+examples.
 """
 
 from __future__ import annotations
@@ -45,3 +53,26 @@ def train(lines: Iterable[str], vocab_size: int = VOCAB_SIZE):
               "vocab_sha256": hashlib.sha256("\n".join(ordered).encode()).hexdigest(),
               "train_s": round(time.perf_counter() - t0, 1)}
     return tokenizer, record
+
+
+def reuse(folder) -> tuple[object, dict]:
+    """(BertTokenizerFast, record) of a saved vocabulary: a tokenizer folder or a model folder holding one."""
+    from pathlib import Path
+
+    from transformers import BertTokenizerFast
+
+    from ..errors import BertevalError
+
+    path = Path(folder)
+    if not (path / "tokenizer.json").is_file() and not (path / "vocab.txt").is_file():
+        raise BertevalError(f"--vocab {folder}: no tokenizer.json or vocab.txt there (give a tokenizer folder or a "
+                            f"published twin's folder)")
+    tokenizer = BertTokenizerFast.from_pretrained(str(path), local_files_only=True)
+    vocab = tokenizer.get_vocab()
+    ordered = sorted(vocab, key=vocab.get)
+    if ordered[: len(SPECIAL)] != list(SPECIAL):
+        raise BertevalError(f"--vocab {folder}: its first ids are {ordered[:len(SPECIAL)]}, not BERT's special tokens "
+                            f"{list(SPECIAL)}")
+    return tokenizer, {"trainer": "reused", "source": path.name, "vocab_size": len(ordered), "train_s": 0.0,
+                       "vocab_sha256": hashlib.sha256("\n".join(ordered).encode()).hexdigest()}
+

@@ -235,3 +235,22 @@ def test_the_masked_lm_bias_starts_at_the_targets_log_unigram():
         pretrain.build_model({**hyper, "mlm_bias_init": "log-unigram"}, 12, 0, counts[:5])
     with pytest.raises(BertevalError, match="zero or log-unigram"):
         pretrain.build_model({**hyper, "mlm_bias_init": "uniform"}, 12, 0)
+
+
+def test_a_reused_vocabulary_rebuilds_the_same_examples(corpus, tmp_path):
+    """`tokenizers`' WordPiece trainer is not deterministic (huggingface/tokenizers#1794), so `--vocab` takes a saved
+    vocabulary: prepared with a published twin's tokenizer, the examples are those the twin was trained on (same
+    vocabulary checksum, same sequences), and a folder with no tokenizer is refused."""
+    from berteval.derive import pretrain_data, vocab
+    from berteval.errors import BertevalError
+
+    hyper = {"vocab_size": 120, "short_seq_prob": 0.1, "long_sequences": 40, "limit_articles": None}
+    first = pretrain_data.prepare(corpus, tmp_path / "a", 0, hyper, log=lambda m: None)
+    saved = tmp_path / "tok"
+    first.tokenizer.save_pretrained(str(saved))
+    again = pretrain_data.prepare(corpus, tmp_path / "b", 0, {**hyper, "vocab": str(saved)}, log=lambda m: None)
+    assert again.record["vocabulary"]["trainer"] == "reused"
+    assert again.record["vocabulary"]["vocab_sha256"] == first.record["vocabulary"]["vocab_sha256"]
+    assert pretrain_data.sequences_sha256(again.train) == pretrain_data.sequences_sha256(first.train)
+    with pytest.raises(BertevalError, match="no tokenizer"):
+        vocab.reuse(tmp_path)
