@@ -549,7 +549,9 @@ def board_context(model, task, pooling, regime):
         b = leaderboard.board.current()
         f = _filters(model, task, pooling, regime)
         # A finding compares heads: the pooling filter does not narrow it.
-        return markup.safe_markdown(b.findings(f[0], f[1], f[3])), b.references(f[1], f[3])
+        text = (b.findings(f[0], f[1], f[3]) + "\n\n### What NSP pre-training changes: the two pre-trained twins\n\n"
+                + b.twins(f[1], f[3]))
+        return markup.safe_markdown(text), b.references(f[1], f[3])
     except Exception:  # noqa: BLE001: the tab still shows everything else
         log.exception("findings failed")
         return "⚠️ Findings could not be written (the server log has the reason).", EMPTY_REFS
@@ -732,7 +734,7 @@ def _leaderboard_tab(board_tab: gr.Tab) -> SimpleNamespace:
                                      elem_id="board-csv")
     estimates = gr.Markdown(elem_id="board-estimates")
     with gr.Accordion("Findings in full: each head's margin over the others, its 95% interval over seeds and the "
-                      "paired test", open=False, elem_id="board-findings-details"):
+                      "paired test; what NSP pre-training changes (the twins)", open=False, elem_id="board-findings-details"):
         findings_box = gr.Markdown(elem_id="board-findings")
     opened = gr.State(())  # the figures whose accordion is open: a filter change redraws those only
     plots = []

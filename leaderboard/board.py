@@ -25,7 +25,7 @@ from typing import Callable, Iterable
 
 import pandas as pd
 
-from . import bands, data, figures, findings, overview, references, table
+from . import bands, data, figures, findings, overview, references, table, twins
 from .figures import compare, curves
 
 # Every figure the board draws, by name, in the order the app and views() list them.
@@ -114,6 +114,13 @@ class Board:
         key = tuple(_key(v) for v in (model, task, regime))
         return self._memoised("findings", key, lambda: findings.as_markdown(findings.findings(
             self.rows(_value(key[0]), _value(key[1]), None, _value(key[2])), tests=self.tests)))
+
+    def twins(self, task=None, regime=None) -> str:
+        """What NSP pre-training changes (Markdown): the two twins side by side; the model filter does not
+        narrow it (it is about those two models)."""
+        key = (_key(task), _key(regime))
+        return self._memoised("twins", key, lambda: twins.as_markdown(self.rows(None, _value(key[0]), None,
+                                                                                _value(key[1]))))
 
     def first_view(self, model=None, task=None, regime=None) -> str:
         """The compact view per task (Markdown): models x poolings, the best head and one plain sentence."""

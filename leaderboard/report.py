@@ -33,7 +33,7 @@ from berteval.record_lookup import short_name
 from berteval.records import Problem
 from berteval.store import write_atomic
 
-from . import bands, data, disagreements, figures, findings, overview, references, table
+from . import bands, data, disagreements, figures, findings, overview, references, table, twins
 from .board import FIGURE_FUNCTIONS
 from .figures import compare, curves
 
@@ -225,6 +225,17 @@ def _inline_md(text: str) -> str:
     return "".join(f"<code>{s}</code>" if i % 2 else s for i, s in enumerate(parts))
 
 
+def _twins_html(df: pd.DataFrame) -> str:
+    """What NSP pre-training changes: the twins' cells side by side, their sentences, the published pairs apart."""
+    comp = twins.comparison(df)
+    if comp.empty:
+        return f"<p>{_inline_md(twins.EMPTY)}</p>"
+    return (f'<p class="caption">{e(twins.CAPTION)}</p>' + html_table(twins.display(comp), "twins", search=False)
+            + '<ul class="findings">' + "".join(f"<li>{_inline_md(x)}</li>" for x in twins.sentences(comp))
+            + f'</ul><p class="caption">{e(twins.PUBLISHED)}</p><ul>'
+            + "".join(f"<li>{e(x)}</li>" for x in twins.published_lines()) + "</ul>")
+
+
 def _findings_html(df: pd.DataFrame, tests: pd.DataFrame | None = None) -> str:
     items = findings.findings(df, tests=tests)
     if not items:
@@ -347,7 +358,7 @@ def build_html(df: pd.DataFrame, problems: list[Problem], sources: list[str] | N
         "three side by side for every model and regime, the best head of any pooling, and what the paired tests "
         "say. The sections below hold every pooling, layer, interval and test.</p>"
         + overview.as_html(answer) + "</section>",
-        '<nav><a href="#findings">findings</a><a href="#models">models</a>'
+        '<nav><a href="#findings">findings</a><a href="#twins">NSP twins</a><a href="#models">models</a>'
         '<a href="#ablation">ablation</a><a href="#layers">layers</a><a href="#heatmap">task × pooling</a>'
         '<a href="#significance">significance</a><a href="#learning_curves">learning curves</a>'
         '<a href="#every_layer">every layer</a><a href="#span_vector">span QA from one vector</a>'
@@ -360,6 +371,10 @@ def build_html(df: pd.DataFrame, problems: list[Problem], sources: list[str] | N
         "per-seed differences with its 95% t-interval, which shows how much the margin moves between seeds, not "
         "the sampling of the evaluation set) and the paired test as the rank bands read it.</p>"
         + _findings_html(ranked, tests) + "</section>",
+        '<section id="twins"><h2>What NSP pre-training changes: the two pre-trained twins</h2><p class="caption">'
+        "<code>wiki-bert-mini</code> (masked LM + next-sentence prediction) against <code>wiki-bert-mini-nonsp</code>"
+        " (masked LM only), pre-trained here on the same examples in the same order from the same initialisation: "
+        "every cell both hold.</p>" + _twins_html(ranked) + "</section>",
         '<section id="models"><h2>Models side by side</h2>' + _models_html(ranked) + "</section>",
         *fig_html,
         '<section id="bands-section"><h2 id="bands">Rank bands</h2><p class="caption">' + e(BANDS_CAPTION) + "</p>"
