@@ -25,7 +25,7 @@ from typing import Callable, Iterable
 
 import pandas as pd
 
-from . import bands, data, figures, findings, overview, references, table, twins
+from . import bands, data, figures, findings, overview, references, table
 from .figures import compare, curves
 
 # Every figure the board draws, by name, in the order the app and views() list them.
@@ -118,6 +118,8 @@ class Board:
     def twins(self, task=None, regime=None) -> str:
         """What NSP pre-training changes (Markdown): the two twins side by side; the model filter does not
         narrow it (it is about those two models)."""
+        from . import twins  # here, not at the top: `python -m leaderboard.twins` runs that module as __main__
+
         key = (_key(task), _key(regime))
         return self._memoised("twins", key, lambda: twins.as_markdown(self.rows(None, _value(key[0]), None,
                                                                                 _value(key[1]))))

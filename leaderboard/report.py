@@ -233,7 +233,7 @@ def _twins_html(df: pd.DataFrame) -> str:
     return (f'<p class="caption">{e(twins.CAPTION)}</p>' + html_table(twins.display(comp), "twins", search=False)
             + '<ul class="findings">' + "".join(f"<li>{_inline_md(x)}</li>" for x in twins.sentences(comp))
             + f'</ul><p class="caption">{e(twins.PUBLISHED)}</p><ul>'
-            + "".join(f"<li>{e(x)}</li>" for x in twins.published_lines()) + "</ul>")
+            + "".join(f"<li>{e(x)}</li>" for x in twins.published_lines(set(comp["task"]))) + "</ul>")
 
 
 def _findings_html(df: pd.DataFrame, tests: pd.DataFrame | None = None) -> str:

@@ -132,9 +132,14 @@ PUBLISHED = ("Published, drawn apart (BERT-base and RoBERTa-base, pre-trained fo
              "rows above):")
 
 
-def published_lines() -> list[str]:
-    return [f"{r['model']}, {task_name(r['task'])} {metric_name(r['metric'])}: {r['value']:g} "
-            f"({r['citation'].split(',')[0]}, {r['where']})" for _, r in _published().iterrows()]
+def published_lines(tasks=None) -> list[str]:
+    """The published with/without-NSP rows, for `tasks` only where given (the tasks the measured rows show).
+    The task's name without berteval's protocol note: BERT's QNLI is not berteval's 5-fold estimate."""
+    r = _published()
+    if tasks is not None:
+        r = r[r["task"].isin(list(tasks))]
+    return [f"{x['model']}, {task_name(x['task']).split(' (')[0]} {metric_name(x['metric'])}: {x['value']:g} "
+            f"({x['citation'].split(',')[0]}, {x['where']})" for _, x in r.iterrows()]
 
 
 def as_markdown(df: pd.DataFrame) -> str:
@@ -145,8 +150,9 @@ def as_markdown(df: pd.DataFrame) -> str:
     head = "| " + " | ".join(DISPLAY_COLUMNS) + " |\n" + "|---" * len(DISPLAY_COLUMNS) + "|\n"
     body = "".join("| " + " | ".join(f"`{v}`" if c == "pooling" else str(v) for c, v in row.items()) + " |\n"
                    for _, row in shown.iterrows())
+    published = published_lines(set(comp["task"]))
     return (CAPTION + "\n\n" + head + body + "\n" + "\n".join(f"- {s}" for s in sentences(comp))
-            + "\n\n" + PUBLISHED + "\n\n" + "\n".join(f"- {x}" for x in published_lines()) + "\n")
+            + ("\n\n" + PUBLISHED + "\n\n" + "\n".join(f"- {x}" for x in published) if published else "") + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:

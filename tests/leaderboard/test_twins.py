@@ -46,8 +46,9 @@ def test_sentences_and_markdown_say_who_is_ahead_and_print_published_rows_apart(
     assert "`pooler` 0.730 vs 0.700 (+3.0 points [95% CI" in text and "NSP ahead" in text
     assert "`mean` 0.810 vs 0.820 (-1.0 points" in text and "no-NSP ahead" in text
     published = text.split("Published, drawn apart")[1]
-    assert "86.5" in published and "Table 5 (No NSP)" in published  # BERT's MRPC without NSP
+    assert "92.6" in published and "Table 5 (No NSP)" in published  # BERT's SST-2 without NSP
     assert "0.730" not in published  # measured rows never mixed into the published list
+    assert "MRPC" not in published  # only the tasks the measured rows show
 
 
 def test_a_cell_only_one_twin_holds_is_left_out_and_no_twins_says_what_to_run(tmp_path):
@@ -84,5 +85,5 @@ def test_report_has_the_twins_section_and_escapes_record_fields(tmp_path):
     out, _, _ = report.write_report(tmp_path / "report.html", [tmp_path / "r.jsonl"], "t", self_contained=True)
     page = out.read_text()
     section = page.split('<section id="twins">')[1].split("</section>")[0]
-    assert "+3.0 [95% CI" in section and "86.5" in section
+    assert "+3.0 [95% CI" in section and "92.6" in section
     assert "<img" not in section
