@@ -24,7 +24,7 @@ from .figures.style import fmt, metric_scale
 from .labels import metric_name, reading_order, regime_name, task_name
 
 
-def _points(diff: float, scale: float) -> float:
+def points(diff: float, scale: float) -> float:
     # A difference of accuracies (0-1) reads as percentage points; SQuAD's EM/F1 already are.
     return diff * 100 if scale == 1 else diff
 
@@ -78,9 +78,9 @@ def _margin(g: pd.DataFrame, best: pd.Series, other: pd.Series, scale: float, te
     a = g[g["pooling"] == best["pooling"]].set_index("seed")["value"]
     b = g[g["pooling"] == other["pooling"]].set_index("seed")["value"]
     common = sorted(set(a.index) & set(b.index))
-    diff = summarise(_points(a[s] - b[s], scale) for s in common)
+    diff = summarise(points(a[s] - b[s], scale) for s in common)
     if diff.n == 0:  # no shared seed: the difference of the means, unpaired
-        text = f"`{other['pooling']}` by {_points(best['mean'] - other['mean'], scale):.1f} points (no shared seed)"
+        text = f"`{other['pooling']}` by {points(best['mean'] - other['mean'], scale):.1f} points (no shared seed)"
     else:
         text = f"`{other['pooling']}` by {diff.mean:.1f} points"
         if diff.n > 1 and not math.isnan(diff.ci95_low):

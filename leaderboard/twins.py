@@ -24,6 +24,7 @@ import pandas as pd
 from berteval.stats import summarise
 
 from . import data, references
+from .findings import points
 from .figures.style import fmt, metric_scale
 from .labels import metric_name, reading_order, regime_name, task_name
 
@@ -32,11 +33,6 @@ POOLING_ORDER = ("cls", "pooler", "mean", "max", "bi-mean")  # the question's th
 
 COLUMNS = ["task", "regime", "pooling", "metric", "scale", "n_seeds", "nsp_mean", "nsp_std", "nonsp_mean",
            "nonsp_std", "diff", "diff_low", "diff_high"]
-
-
-def _points(diff: float, scale: float) -> float:
-    # A difference of accuracies (0-1) reads as percentage points; EM/F1 and correlations x100 already are.
-    return diff * 100 if scale == 1 else diff
 
 
 def _pooling_rank(name: str) -> tuple:
@@ -57,13 +53,13 @@ def comparison(df: pd.DataFrame) -> pd.DataFrame:
             continue  # one twin only (e.g. the NSP head itself, refused for the twin that never trained it)
         scale = metric_scale(g["value"])
         common = sorted(set(a.index) & set(b.index))
-        d = summarise(_points(a[s] - b[s], scale) for s in common)
+        d = summarise(points(a[s] - b[s], scale) for s in common)
         sa, sb = summarise(a), summarise(b)
         rows.append({"task": task, "regime": regime, "pooling": pooling, "metric": g["main_metric"].iloc[0],
                      "scale": scale, "n_seeds": d.n, "nsp_mean": sa.mean, "nsp_std": sa.std,
                      "nonsp_mean": sb.mean, "nonsp_std": sb.std,
                      # No shared seed: the unpaired difference of the means, without an interval.
-                     "diff": d.mean if d.n else _points(sa.mean - sb.mean, scale),
+                     "diff": d.mean if d.n else points(sa.mean - sb.mean, scale),
                      "diff_low": d.ci95_low, "diff_high": d.ci95_high})
     out = pd.DataFrame(rows, columns=COLUMNS)
     if out.empty:

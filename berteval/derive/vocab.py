@@ -33,6 +33,15 @@ MIN_FREQUENCY = 2
 LIMIT_ALPHABET = 1_000  # characters kept as single pieces (BERT keeps a few thousand; most are rare scripts)
 
 
+def _ordered(vocab: dict) -> list[str]:
+    return sorted(vocab, key=vocab.get)
+
+
+def _sha256(ordered: list[str]) -> str:
+    """The vocabulary's checksum: its pieces in id order, one per line (what `train` and `reuse` record)."""
+    return hashlib.sha256("\n".join(ordered).encode()).hexdigest()
+
+
 def train(lines: Iterable[str], vocab_size: int = VOCAB_SIZE):
     """(BertTokenizerFast, record) trained on `lines`."""
     import tokenizers
@@ -43,14 +52,13 @@ def train(lines: Iterable[str], vocab_size: int = VOCAB_SIZE):
     wp = BertWordPieceTokenizer(lowercase=True, strip_accents=None, clean_text=True, handle_chinese_chars=True)
     wp.train_from_iterator(lines, vocab_size=vocab_size, min_frequency=MIN_FREQUENCY, limit_alphabet=LIMIT_ALPHABET,
                            special_tokens=list(SPECIAL), show_progress=False)
-    vocab = wp.get_vocab()
-    ordered = sorted(vocab, key=vocab.get)
+    ordered = _ordered(wp.get_vocab())
     tokenizer = BertTokenizerFast(vocab={t: i for i, t in enumerate(ordered)}, do_lower_case=True)
     record = {"trainer": f"tokenizers=={tokenizers.__version__} WordPiece (BertWordPieceTokenizer: lower-case, "
                          f"accents stripped, Chinese characters split)",
               "vocab_size": len(ordered), "requested_vocab_size": vocab_size, "min_frequency": MIN_FREQUENCY,
               "limit_alphabet": LIMIT_ALPHABET, "special_tokens": list(SPECIAL),
-              "vocab_sha256": hashlib.sha256("\n".join(ordered).encode()).hexdigest(),
+              "vocab_sha256": _sha256(ordered),
               "train_s": round(time.perf_counter() - t0, 1)}
     return tokenizer, record
 
@@ -68,11 +76,10 @@ def reuse(folder) -> tuple[object, dict]:
         raise BertevalError(f"--vocab {folder}: no tokenizer.json or vocab.txt there (give a tokenizer folder or a "
                             f"published twin's folder)")
     tokenizer = BertTokenizerFast.from_pretrained(str(path), local_files_only=True)
-    vocab = tokenizer.get_vocab()
-    ordered = sorted(vocab, key=vocab.get)
+    ordered = _ordered(tokenizer.get_vocab())
     if ordered[: len(SPECIAL)] != list(SPECIAL):
         raise BertevalError(f"--vocab {folder}: its first ids are {ordered[:len(SPECIAL)]}, not BERT's special tokens "
                             f"{list(SPECIAL)}")
     return tokenizer, {"trainer": "reused", "source": path.name, "vocab_size": len(ordered), "train_s": 0.0,
-                       "vocab_sha256": hashlib.sha256("\n".join(ordered).encode()).hexdigest()}
+                       "vocab_sha256": _sha256(ordered)}
 
