@@ -57,8 +57,14 @@ class TrainConfig:
 class TrainResult:
     steps: int
     losses: list[float] = field(default_factory=list)  # per step, the whole run (restored on resume)
-    wall_s: float = 0.0
+    wall_s: float = 0.0  # the whole run's training time: this process's plus every earlier segment's
     resumed_from_step: int = 0
+    # One entry per process that trained this run and reached a checkpoint (steps from/to, its training seconds,
+    # its peak RSS, the CPU or GPU it ran on): a run killed and resumed, perhaps on another machine, still
+    # reports its whole wall time and the largest memory any part needed. Steps after a segment's last
+    # checkpoint are redone by the next one and counted there.
+    segments: list[dict] = field(default_factory=list)
+    peak_rss_mb: float = 0.0  # the largest of every segment's peak RSS, this process's included
     examples_seen: int = 0
     epoch_scores: list[float] = field(default_factory=list)  # on_epoch_end's score after each epoch
     lean_heap: bool = False  # glibc's mmap threshold was fixed for this process (lean_heap)
@@ -245,13 +251,13 @@ def train(model: torch.nn.Module, dataset, collate: Callable, loss_fn: Callable,
             due = step % cfg.checkpoint_every == 0 or (
                 last_of_epoch and step - saved_at >= max(1, cfg.checkpoint_every // 4))
             if _progress_file(cfg) is not None and due and step < total:
-                _checkpoint(accelerator, cfg, step, result)
+                _checkpoint(accelerator, cfg, step, result, _segment(result, step, t0))
                 saved_at = step
             if cfg.stop_after_steps is not None and step - result.resumed_from_step >= cfg.stop_after_steps:
                 bar.close()
                 if _progress_file(cfg) is not None:
-                    _checkpoint(accelerator, cfg, step, result)
-                result.steps, result.wall_s = step, time.perf_counter() - t0
+                    _checkpoint(accelerator, cfg, step, result, _segment(result, step, t0))
+                _finish(result, step, t0)
                 return result
             if step >= total:
                 break
@@ -259,9 +265,25 @@ def train(model: torch.nn.Module, dataset, collate: Callable, loss_fn: Callable,
     bar.close()
     selection.restore(accelerator, model)
     model.eval()
-    result.steps, result.wall_s = step, time.perf_counter() - t0
+    _finish(result, step, t0)
     result.epochs_run = round(step / steps_per_epoch, 3)
     return result
+
+
+def _segment(result: TrainResult, step: int, t0: float) -> dict:
+    """This process's part of the run so far, as the progress file keeps it."""
+    from . import devices, provenance
+
+    return {"from_step": result.resumed_from_step, "to_step": step, "wall_s": round(time.perf_counter() - t0, 3),
+            "peak_rss_mb": provenance.peak_rss_mb(), "device": devices.describe(devices.current())}
+
+
+def _finish(result: TrainResult, step: int, t0: float) -> None:
+    """The counters of a finished (or stopped) run: its wall time and peak RSS over every segment."""
+    result.segments = [*result.segments, _segment(result, step, t0)]
+    result.steps = step
+    result.wall_s = sum(s["wall_s"] for s in result.segments)
+    result.peak_rss_mb = max(s["peak_rss_mb"] for s in result.segments)
 
 
 def checkpoint_activations(model: torch.nn.Module) -> None:
@@ -358,10 +380,11 @@ def _resume(accelerator, cfg: TrainConfig) -> TrainResult:
         # what the whole run saw (its first loss, every example), not only what this process did.
         result.losses = list(saved.get("losses", []))
         result.examples_seen = int(saved.get("examples_seen", 0))
+        result.segments = list(saved.get("segments", []))
     return result
 
 
-def _checkpoint(accelerator, cfg: TrainConfig, step: int, result: TrainResult) -> None:
+def _checkpoint(accelerator, cfg: TrainConfig, step: int, result: TrainResult, segment: dict) -> None:
     """Write the state beside the old one, its progress file last, then swap, so a kill mid-write keeps the
     last good checkpoint and the counters always describe the weights beside them. Every process calls
     save_state (it holds barriers); only the main one writes the progress file and swaps."""
@@ -374,7 +397,8 @@ def _checkpoint(accelerator, cfg: TrainConfig, step: int, result: TrainResult) -
     if accelerator.is_main_process:
         write_atomic(tmp / PROGRESS, json.dumps({"step": step, "epoch_scores": result.epoch_scores,
                                                  "best_epoch": result.best_epoch, "losses": result.losses,
-                                                 "examples_seen": result.examples_seen}).encode("utf-8"))
+                                                 "examples_seen": result.examples_seen,
+                                                 "segments": [*result.segments, segment]}).encode("utf-8"))
         shutil.rmtree(old, ignore_errors=True)
         if final.exists():
             os.replace(final, old)

@@ -141,7 +141,8 @@ class PooledFinetune(CellRegime):
                                  [round(x, 4) for x in res.epoch_scores], "selected_epoch": res.best_epoch,
                                  "n_heldout": len(ho_idx), "first_loss": round(losses[0], 4) if losses else None,
                                  "last_loss": round(float(np.mean(losses[-50:])), 4) if losses else None,
-                                 "resumed_from_step": res.resumed_from_step}},
+                                 "resumed_from_step": res.resumed_from_step,
+                                 **({"segments": res.segments} if len(res.segments) > 1 else {})}},
             wall_s=wall, cleanup=lambda: training.clear_checkpoint(cfg))
 
 

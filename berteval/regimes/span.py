@@ -134,7 +134,8 @@ class _SpanRegime(CellRegime):
                                "examples_seen": res.examples_seen, "train_wall_s": round(res.wall_s, 1),
                                "first_loss": round(losses[0], 4) if losses else None,
                                "last_loss": round(float(np.mean(losses[-20:])), 4) if losses else None,
-                               "resumed_from_step": res.resumed_from_step},
+                               "resumed_from_step": res.resumed_from_step, "peak_rss_mb": round(res.peak_rss_mb, 1),
+                               **({"segments": res.segments} if len(res.segments) > 1 else {})},
                   "n_train_windows": len(tw), "train_windows_with_answer": round(float((tw.start_positions > 0).mean()), 4)}
         return res, cfg, config
 

@@ -61,6 +61,13 @@ def test_a_killed_run_resumes_from_its_saved_step(tiny_models, tiny_sst2, tmp_pa
     # steps after it were run again.
     assert len(resumed.losses) == 16 and resumed.losses[:5] == part.losses
     assert resumed.examples_seen == full.examples_seen
+    # The record's wall time and peak RSS are the whole run's: the killed process's part (to its checkpoint)
+    # comes back from the progress file, beside this process's.
+    assert [(s["from_step"], s["to_step"]) for s in resumed.segments] == [(0, 5), (5, 16)]
+    assert resumed.wall_s == pytest.approx(sum(s["wall_s"] for s in resumed.segments))
+    assert resumed.wall_s > resumed.segments[-1]["wall_s"] > 0
+    assert resumed.peak_rss_mb == max(s["peak_rss_mb"] for s in resumed.segments) > 0
+    assert [(s["from_step"], s["to_step"]) for s in full.segments] == [(0, 16)] and full.wall_s > 0
     for (k, a), (_, b) in zip(straight.state_dict().items(), resumed_model.state_dict().items()):
         assert torch.allclose(a, b, atol=1e-5), k  # the same weights as the run that was never killed
 
@@ -150,7 +157,7 @@ def test_short_epochs_do_not_each_write_a_checkpoint_and_a_kill_still_resumes_ex
     saves = []
     real = training._checkpoint
     monkeypatch.setattr(training, "_checkpoint",
-                        lambda acc, cfg, step, res: (saves.append(step), real(acc, cfg, step, res)))
+                        lambda acc, cfg, step, res, seg: (saves.append(step), real(acc, cfg, step, res, seg)))
     ckpt = tmp_path / "ckpt"
     killed = _model(m)
     training.train(killed, ds, collate, loss, training.TrainConfig(**base, checkpoint_dir=ckpt, stop_after_steps=40),
