@@ -32,6 +32,7 @@ from berteval import markup, precision, serve  # noqa: E402
 from berteval.errors import BertevalError  # noqa: E402
 from berteval.qa import DEFAULTS as QA  # noqa: E402
 from leaderboard.figures import qa_logits  # noqa: E402
+from leaderboard.references import squad_scale  # noqa: E402
 
 log = logging.getLogger("berteval.app")
 
@@ -294,6 +295,8 @@ def answer(model_text: str, question: str, context: str):
     else:
         head = f"**Answer:** “{best.text}” (probability {best.probability:.2f} among the n-best, one entry per answer text)."
     about = f"{head} The context was read in {windows}.\n\n**Head:** {qa_model.source}"
+    if qa_model.run_id:  # a committed head with its own dev figure: the published ones beside it
+        about += f"\n\n{squad_scale()}"
     return highlighted, nbest, fig, about, _confidence_line(conf)
 
 

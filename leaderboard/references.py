@@ -85,6 +85,24 @@ REFERENCES = pd.DataFrame([
 ], columns=COLUMNS)
 
 
+# The published SQuAD v1.1 dev F1 the Answer tab prints beside its own head's figure (issue 26), each with the
+# model's size: reference row -> the words naming it.
+SQUAD_SCALE = (("BERT-base (uncased), fine-tuned", "BERT-base (110M parameters)"),
+               ("DistilBERT (66M), fine-tuned", "DistilBERT (66M)"))
+
+
+def squad_scale() -> str:
+    """One sentence: the SQuAD anchors from the reference rows, with where each is published."""
+    rows = references("squad", "finetune")
+    rows = rows[rows["metric"] == "f1"]
+    parts = []
+    for model, words in SQUAD_SCALE:
+        row = rows[rows["model"] == model].iloc[0]
+        parts.append(f"{words} F1 {row['value']:g} ({row['citation'].split(',')[0]}, {row['where'].split(' (')[0]})")
+    return ("Published, for scale (larger models fine-tuned on the official train set; not measured here): "
+            + "; ".join(parts) + ".")
+
+
 def references(task=None, regime=None) -> pd.DataFrame:
     """The reference rows, optionally for one task and regime; `shown` is the value on the records' scale."""
     r = REFERENCES

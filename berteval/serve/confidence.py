@@ -46,13 +46,6 @@ def load(run_id: str | None, store: Store | None = None) -> dict | None:
     return found if found.get("head_run_id") == run_id and "threshold" in found else None
 
 
-def _trained_on_full_train(rec: RunRecord) -> bool:
-    from ..tasks import squad
-
-    source = str(rec.config.get("train_source", ""))
-    return squad.RECONSTRUCTED in source or source.startswith("train-v1.1.json")
-
-
 def held_out_questions(rec: RunRecord, data_dir):
     """(a Split of questions the head never trained on, in words where they come from)."""
     from ..regimes import kfold
@@ -60,7 +53,7 @@ def held_out_questions(rec: RunRecord, data_dir):
 
     if not kfold.is_estimate(rec):  # trained on the train set (subset or full), scored on dev: dev is unseen
         return get("squad").load(data_dir).eval, "SQuAD v1.1 dev (official), which this head never trained on"
-    if _trained_on_full_train(rec):
+    if squad.trained_on_full_train(rec.config):
         raise BertevalError(f"head {rec.run_id} trained on the full train set and on dev: no SQuAD question here "
                             f"is unseen by it, so it cannot be calibrated here")
     if data_dir is None:

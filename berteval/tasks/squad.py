@@ -81,6 +81,13 @@ def _from_flat(rows) -> list[QAExample]:
 FULL_FILES = ("train-v1.1.json", RECONSTRUCTED)
 
 
+def trained_on_full_train(config: dict) -> bool:
+    """Whether a record (its config) trained on the full train set (official or reconstructed) rather than
+    the 17-article subset: the record's `train_source` names the file it read."""
+    source = str(config.get("train_source", ""))
+    return RECONSTRUCTED in source or source.startswith("train-v1.1.json")
+
+
 def _relocated(path: Path) -> tuple[Path, dict]:
     """The reconstructed train set with every ambiguous answer at the offset rule's occurrence, written once
     into the cache (keyed by the file's checksum) for `datasets` to read; and what moved."""

@@ -112,6 +112,34 @@ def test_the_kfold_demo_head_is_served_before_the_official_adapter_and_named_wit
     assert serve_qa.served_record(store).run_id == "official"
 
 
+def test_the_head_trained_on_the_full_train_set_is_served_before_the_demo_head(tmp_path):
+    """Issue 26: an official-dev figure from all 87,599 train questions beats the k-fold estimate; a full-set
+    record scored on a slice of dev (--limit-eval) or without its adapter on disk is never served."""
+    from berteval.tasks import squad
+
+    store = Store(tmp_path)
+    for rel in ("adapters/squad/demo", "adapters/squad/full", "adapters/squad/quick"):
+        (tmp_path / rel).mkdir(parents=True)
+    store.append(_record("demo", f"{kfold.KFOLD_SPLIT} (k=2)", "finetune-lora-plus", 14509, 80.0,
+                         {"adapter_dir": "adapters/squad/demo", "folds": []}))
+    source = f"{squad.RECONSTRUCTED} (the official train set rebuilt from the explorer pages; ids synthetic)"
+    store.append(_record("quick", "validation", "finetune-lora-plus", 87599, 90.0,
+                         {"adapter_dir": "adapters/squad/quick", "train_source": source, "limit_eval": 500}))
+    assert serve_qa.served_record(store).run_id == "demo"  # a slice of dev is not the official figure
+    full = _record("full", "validation", "finetune-lora-plus", 87599, 70.0,
+                   {"adapter_dir": "adapters/squad/full", "train_source": source, "limit_eval": None,
+                    "training": {"trained": "LoRA-plus words"}})
+    store.append(full)
+    assert serve_qa.served_record(store).run_id == "full"  # lower than the estimate, and still the one served
+    text = serve_qa.head_text(full)
+    for words in ("LoRA-plus words", "all 87,599 questions of the SQuAD v1.1 train set",
+                  "rebuilt from the official pages", "all 10,570 questions", "EM 58.0, F1 70.0", "`full`"):
+        assert words in text, words
+    assert "estimate" not in text
+    (tmp_path / "adapters/squad/full").rmdir()
+    assert serve_qa.served_record(store).run_id == "demo"
+
+
 def test_a_checkpoint_with_its_own_qa_head_answers_in_the_tab(tmp_path, monkeypatch):
     pytest.importorskip("gradio")
     from transformers import BertForQuestionAnswering

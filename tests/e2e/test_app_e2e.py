@@ -178,6 +178,9 @@ def test_answer_highlights_the_span_and_names_the_head_with_its_estimate(page):
     expect(about).to_contain_text("the demo head")
     expect(about).to_contain_text("cross-validation")
     expect(about).to_contain_text(f"F1 {rec.metrics['f1']:.1f}")
+    # Beside it, the published anchors, drawn apart as published (issue 26).
+    expect(about).to_contain_text("Published, for scale")
+    expect(about).to_contain_text("BERT-base (110M parameters) F1 88.5")
     expect(page.locator("#qa-logits .main-svg").first).to_be_visible()
     expect(page.locator("#qa-logits")).to_contain_text("start logit")
     _screenshot(page, "answer")

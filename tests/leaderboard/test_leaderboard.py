@@ -543,6 +543,13 @@ def test_references_carry_citations_and_stay_out_of_ranks_findings_and_table(ful
     assert list(v["references"].columns)[:2] == ["published model", "task"]
 
 
+def test_the_answer_tabs_squad_anchors_are_the_reference_rows_with_their_sizes():
+    text = references.squad_scale()
+    assert "BERT-base (110M parameters) F1 88.5 (Devlin et al. 2019, Table 2)" in text
+    assert "DistilBERT (66M) F1 85.8 (Sanh et al. 2019, Table 2 of arXiv v4)" in text
+    assert "not measured here" in text
+
+
 def test_report_opens_with_the_answer_then_findings_models_figures_bands_and_examples(tmp_path):
     page = report.build_html(*data.load([write(tmp_path / "r.jsonl", full_records())]))
     body = page[page.index("<body>"):]
