@@ -85,6 +85,11 @@ REFERENCES = pd.DataFrame([
 ], columns=COLUMNS)
 
 
+def source(citation: str, where: str) -> str:
+    """A reference's short source: authors and year (the citation up to its first comma), then where in the paper."""
+    return f"{citation.split(',')[0]}, {where}"
+
+
 # The published SQuAD v1.1 dev F1 the Answer tab prints beside its own head's figure (issue 26), each with the
 # model's size: reference row -> the words naming it.
 SQUAD_SCALE = (("BERT-base (uncased), fine-tuned", "BERT-base (110M parameters)"),
@@ -98,7 +103,7 @@ def squad_scale() -> str:
     parts = []
     for model, words in SQUAD_SCALE:
         row = rows[rows["model"] == model].iloc[0]
-        parts.append(f"{words} F1 {row['value']:g} ({row['citation'].split(',')[0]}, {row['where'].split(' (')[0]})")
+        parts.append(f"{words} F1 {row['value']:g} ({source(row['citation'], row['where'].split(' (')[0])})")
     return ("Published, for scale (larger models fine-tuned on the official train set; not measured here): "
             + "; ".join(parts) + ".")
 
@@ -118,5 +123,5 @@ def table(task=None, regime=None) -> pd.DataFrame:
     r = references(task, regime)
     return pd.DataFrame({"published model": r["model"], "task": r["task"], "regime": r["regime"],
                          "head reads": r["pooling"], "metric": r["metric"], "published value": r["value"],
-                         "source": [f"{c.split(',')[0]}, {w}" for c, w in zip(r["citation"], r["where"])],
+                         "source": [source(c, w) for c, w in zip(r["citation"], r["where"])],
                          "not the same as berteval's setting": r["note"]})

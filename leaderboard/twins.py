@@ -135,7 +135,7 @@ def published_lines(tasks=None) -> list[str]:
     if tasks is not None:
         r = r[r["task"].isin(list(tasks))]
     return [f"{x['model']}, {task_name(x['task']).split(' (')[0]} {metric_name(x['metric'])}: {x['value']:g} "
-            f"({x['citation'].split(',')[0]}, {x['where']})" for _, x in r.iterrows()]
+            f"({references.source(x['citation'], x['where'])})" for _, x in r.iterrows()]
 
 
 def as_markdown(df: pd.DataFrame) -> str:

@@ -20,7 +20,7 @@ from ..qa.inference import QAModel, head_model, load_adapter
 from ..records import RunRecord
 from ..regimes import kfold
 from ..store import Store
-from ..tasks import get
+from ..tasks import get, squad
 
 # SQuAD v1.1 checkpoints with their own trained QA head, suggested in the Encoder box where the hub
 # is reachable (a Space): small enough to answer on a CPU Space, each from the hub as it is.
@@ -61,8 +61,6 @@ def served_record(store: Store, name: str = models.DEFAULT) -> RunRecord | None:
     """The record behind the default model's served head, read without loading any weights: the best committed
     head trained on the full train set and scored on all of the official dev set, else the k-fold demo head
     with the best estimate, else the best official-protocol adapter (None: none of them)."""
-    from ..tasks import squad
-
     ident = models.identify(name)
     version = get("squad").version
     ours = [r for r in store.read("squad")[0]
@@ -80,15 +78,13 @@ def served_record(store: Store, name: str = models.DEFAULT) -> RunRecord | None:
     found = [c.record for regime in supported(get("squad"))
              if (c := store.best("squad", model_id=ident.model_id, revision=ident.revision, version=version,
                                  regime=regime, artifact="adapter_dir")) is not None and not kfold.is_kfold(c.record.split)]
-    return max(found, key=lambda r: (r.main_value, r.run_id)) if found else None
+    return _best(found)
 
 
 def head_text(rec: RunRecord) -> str:
     """Which head answers, and how good it is, in words."""
     if kfold.is_estimate(rec):
         return f"the demo head: {estimate_text(rec)}."
-    from ..tasks import squad
-
     trained = rec.config.get("training", {}).get("trained", "LoRA adapters + span head")
     if squad.trained_on_full_train(rec.config):
         rebuilt = " (rebuilt from the official pages)" if squad.RECONSTRUCTED in str(rec.config["train_source"]) else ""

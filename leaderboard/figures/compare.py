@@ -94,8 +94,8 @@ def model_pooling_figure(df: pd.DataFrame, with_references: bool = True) -> go.F
                 x=refs["pooling"], y=refs["shown"], mode="markers", name="published (not ranked)",
                 legendgroup="published", offsetgroup="published", showlegend="published" not in shown,
                 marker=dict(size=15, symbol="star-open", color=REFERENCE_COLOUR, line=dict(width=2)),
-                hovertext=[f"<b>published</b>: {r['model']}<br>{r['metric']} {r['value']} ({r['citation'].split(',')[0]}, "
-                           f"{r['where']})<br>{r['note']}" for _, r in refs.iterrows()],
+                hovertext=[f"<b>published</b>: {r['model']}<br>{r['metric']} {r['value']} ("
+                           f"{references.source(r['citation'], r['where'])})<br>{r['note']}" for _, r in refs.iterrows()],
                 hoverinfo="text"), row=i, col=1)
             shown.add("published")
         fig.update_xaxes(type="category", categoryorder="array", categoryarray=order, title_text="pooling",
