@@ -103,6 +103,20 @@ def test_the_first_view_sentence_says_what_the_paired_tests_separate(tmp_path):
     assert row["best head (any pooling)"] == "`mean` **0.810**"
 
 
+def test_a_row_trained_on_another_train_set_says_so_in_the_first_view(tmp_path):
+    """SQuAD's full-train-set head beside heads trained on the 17-article subset: its row and the sentence name
+    its train size, so 79.8 is not read as the recipe beating the others on the same data."""
+    recs = [rec(task="squad", pooling="span", regime=regime, metric="f1", value=v, n_train=n)
+            for regime, v, n in (("probe", 11.1, 3939), ("finetune", 54.1, 3939), ("finetune-full", 57.2, 3939),
+                                 ("finetune-lora-plus", 79.8, 87599))]
+    item = overview.overview(*_parts(write(tmp_path / "r.jsonl", recs)))[0]
+    regimes = list(item["table"]["regime"])
+    assert [r for r in regimes if "trained on" in r] == ["fine-tuned (LoRA-plus), trained on 87,599 examples"]
+    assert "(F1 79.8, trained on 87,599 examples)" in item["sentence"]
+    one = overview.overview(*_parts(write(tmp_path / "s.jsonl", recs[:3])))[0]  # one train size: nothing said
+    assert not any("trained on" in r for r in one["table"]["regime"]) and "trained on" not in one["sentence"]
+
+
 def _parts(path):
     b = board.current([path])
     return b.frame, b.band_frame, b.tests, b.estimates()
