@@ -275,6 +275,19 @@ ESTIMATE_COLUMNS = ["model", "task", "regime", "pooling", "layer", "seed", "spli
                     "value", "metrics", "kfold_whole", "wall_s", "run_id"]
 
 
+def usual_train(rows: pd.DataFrame):
+    """The train size most of a task's rows share, or None when they all share one. A row trained on another
+    (SQuAD's full train set beside its 17-article subset, a fine-tune on a sample of SST-2) says so wherever
+    rows of different regimes are read together (`trained_on`): its score is not the head's doing alone."""
+    sizes = rows["n_train"].dropna()
+    return None if sizes.nunique() < 2 else sizes.mode().iloc[0]
+
+
+def trained_on(n_train, usual) -> str:
+    """", trained on N examples" for a row whose train size is not the usual one ('' otherwise)."""
+    return "" if usual is None or n_train == usual else f", trained on {int(n_train):,} examples"
+
+
 def is_estimate(df: pd.DataFrame) -> pd.Series:
     """The k-fold rows (a fold, or the estimate with the served head), by their split (the regime registry's rule)."""
     return df["split"].astype(str).map(is_kfold).astype(bool)

@@ -48,6 +48,7 @@ def findings(df: pd.DataFrame, tests: pd.DataFrame | None = None) -> list[dict]:
     tests = bands.pair_tests(df, "last") if tests is None else tests
     out = []
     groups = {k: g for k, g in main.groupby(["task", "model", "regime"], sort=False)}
+    usual = {task: data.usual_train(g) for task, g in main.groupby("task", sort=False)}
     for key in _order(groups):
         task, model, regime = key
         g = groups[key]
@@ -58,7 +59,7 @@ def findings(df: pd.DataFrame, tests: pd.DataFrame | None = None) -> list[dict]:
         seeds = int(best["n_seeds"])
         head = (f"{task_name(task)}, {regime_name(regime)}, {short_name(model)}: `{best['pooling']}` "
                 f"{'' if metric == 'accuracy' else metric_name(metric) + ' '}"
-                f"{fmt(best['mean'], scale)}")
+                f"{fmt(best['mean'], scale)}{data.trained_on(best['n_train'], usual[task])}")
         if len(agg) == 1:
             sentence = f"{head} (the only head measured here; {seeds} seed{'s' if seeds != 1 else ''})."
         else:

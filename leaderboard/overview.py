@@ -114,7 +114,7 @@ def _sentence(task: str, g: pd.DataFrame, tests: pd.DataFrame, estimates_only: b
     best = _ranked(g, metric).iloc[0]
     what = "The best k-fold estimate" if estimates_only else "The best head measured"
     text = (f"{what} is `{best['pooling']}`, {regime_name(best['regime'])}, on {short_name(best['model'])} "
-            f"({label}{fmt(best['mean'], scale)}{_trained_on(best, _usual_train(g))})")
+            f"({label}{fmt(best['mean'], scale)}{data.trained_on(best['n_train'], data.usual_train(g))})")
     ref = _reference_model(g)
     clauses = []
     for regime in regime_order(g.loc[g["model"] == ref, "regime"]):
@@ -138,21 +138,9 @@ def _sentence(task: str, g: pd.DataFrame, tests: pd.DataFrame, estimates_only: b
     return text + "."
 
 
-def _usual_train(g: pd.DataFrame):
-    """The train size most of a task's rows share (None if they all share one): a row trained on another
-    (SQuAD's full train set beside its 17-article subset, a fine-tune on a sample of SST-2) says so, since
-    its score is not comparable with the rest on the head alone."""
-    sizes = g["n_train"].dropna()
-    return None if sizes.nunique() < 2 else sizes.mode().iloc[0]
-
-
-def _trained_on(row, usual) -> str:
-    return "" if usual is None or row["n_train"] == usual else f", trained on {int(row['n_train']):,} examples"
-
-
 def _rows(g: pd.DataFrame, metric: str, ranked: bool) -> pd.DataFrame:
     scale = _scale(metric, g["mean"])
-    usual = _usual_train(g)
+    usual = data.usual_train(g)
     out = []
     for regime, model in reading_order(g.groupby(["regime", "model"]).groups, ("regime", "model")):
         r = g[(g["regime"] == regime) & (g["model"] == model)]
@@ -165,7 +153,7 @@ def _rows(g: pd.DataFrame, metric: str, ranked: bool) -> pd.DataFrame:
         cells = {p: (shown(r[r["pooling"] == p].iloc[0]) if (r["pooling"] == p).any() else "—") for p in CORE}
         best = _ranked(r, metric).iloc[0]
         seeds = sorted(set(int(n) for n in r["n_seeds"]))
-        out.append({"regime": regime_name(regime) + _trained_on(r.iloc[0], usual), "model": short_name(model), **cells,
+        out.append({"regime": regime_name(regime) + data.trained_on(r.iloc[0]["n_train"], usual), "model": short_name(model), **cells,
                     "best head (any pooling)": f"`{best['pooling']}` {shown(best)}",
                     "seeds": f"{seeds[0]}–{seeds[-1]}" if len(seeds) > 1 else str(seeds[0])})
     return pd.DataFrame(out, columns=COLUMNS)
