@@ -153,7 +153,9 @@ def _rows(g: pd.DataFrame, metric: str, ranked: bool) -> pd.DataFrame:
         cells = {p: (shown(r[r["pooling"] == p].iloc[0]) if (r["pooling"] == p).any() else "—") for p in CORE}
         best = _ranked(r, metric).iloc[0]
         seeds = sorted(set(int(n) for n in r["n_seeds"]))
-        out.append({"regime": regime_name(regime) + data.trained_on(r.iloc[0]["n_train"], usual), "model": short_name(model), **cells,
+        # One train size per row: main_setups keeps one setup per model x task x regime.
+        regime_label = regime_name(regime) + data.trained_on(r.iloc[0]["n_train"], usual)
+        out.append({"regime": regime_label, "model": short_name(model), **cells,
                     "best head (any pooling)": f"`{best['pooling']}` {shown(best)}",
                     "seeds": f"{seeds[0]}–{seeds[-1]}" if len(seeds) > 1 else str(seeds[0])})
     return pd.DataFrame(out, columns=COLUMNS)
