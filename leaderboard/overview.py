@@ -107,14 +107,14 @@ def _names(poolings: list[str]) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
-def _sentence(task: str, g: pd.DataFrame, tests: pd.DataFrame, estimates_only: bool) -> str:
+def _sentence(task: str, g: pd.DataFrame, tests: pd.DataFrame, estimates_only: bool, usual) -> str:
     metric = g["main_metric"].iloc[0]
     scale = _scale(metric, g["mean"])
     label = "" if metric == "accuracy" else f"{metric_name(metric)} "
     best = _ranked(g, metric).iloc[0]
     what = "The best k-fold estimate" if estimates_only else "The best head measured"
     text = (f"{what} is `{best['pooling']}`, {regime_name(best['regime'])}, on {short_name(best['model'])} "
-            f"({label}{fmt(best['mean'], scale)}{data.trained_on(best['n_train'], data.usual_train(g))})")
+            f"({label}{fmt(best['mean'], scale)}{data.trained_on(best['n_train'], usual)})")
     ref = _reference_model(g)
     clauses = []
     for regime in regime_order(g.loc[g["model"] == ref, "regime"]):
@@ -138,9 +138,8 @@ def _sentence(task: str, g: pd.DataFrame, tests: pd.DataFrame, estimates_only: b
     return text + "."
 
 
-def _rows(g: pd.DataFrame, metric: str, ranked: bool) -> pd.DataFrame:
+def _rows(g: pd.DataFrame, metric: str, ranked: bool, usual) -> pd.DataFrame:
     scale = _scale(metric, g["mean"])
-    usual = data.usual_train(g)
     out = []
     for regime, model in reading_order(g.groupby(["regime", "model"]).groups, ("regime", "model")):
         r = g[(g["regime"] == regime) & (g["model"] == model)]
@@ -190,9 +189,10 @@ def overview(rows: pd.DataFrame, band_frame: pd.DataFrame | None = None, tests: 
         if estimates_only:
             g = whole[whole["task"] == task]
         metric = g["main_metric"].iloc[0]
+        usual = data.usual_train(g)  # the train size the sentence and the table both measure rows against
         out.append({"task": task, "title": _title(task, g, metric),
-                    "sentence": _sentence(task, g, tests, estimates_only),
-                    "table": _rows(g, metric, ranked=not estimates_only), "estimates_only": estimates_only})
+                    "sentence": _sentence(task, g, tests, estimates_only, usual),
+                    "table": _rows(g, metric, ranked=not estimates_only, usual=usual), "estimates_only": estimates_only})
     return out
 
 
