@@ -5,9 +5,11 @@ full SQuAD v1.1 train set (87,599 questions) and scored on the official dev set 
 figure, no longer an estimate); else the demo head trained on every question of the train subset and the
 official dev set, served with its k-fold estimate (`berteval.regimes.kfold`: each dev question answered by
 a head that never saw its article); else the best official-protocol adapter trained on the train subset.
-For any other
-checkpoint (a hub SQuAD model such as distilbert/distilbert-base-cased-distilled-squad, or a
-local folder): its own trained QA head, refused where transformers would attach a random one.
+berteval's other
+encoders (the pre-trained twins, the derived ones) the same way, where a head of theirs is committed (the twins'
+full-train fine-tunes). For any other checkpoint (a hub SQuAD model such as
+distilbert/distilbert-base-cased-distilled-squad, or a local folder), or one of ours without a committed head:
+its own trained QA head, refused where transformers would attach a random one.
 """
 
 from __future__ import annotations
@@ -99,13 +101,22 @@ PAGE_ADVICE = ("Here no SQuAD head is committed for it. Choose 'default' (its co
                "where the hub is reachable, a SQuAD checkpoint such as distilbert/distilbert-base-cased-distilled-squad.")
 
 
+def _may_have_committed_head(name: str) -> bool:
+    """berteval's own encoders (the default, those derived from it, the pre-trained twins) may have a head
+    committed under the results; a hub id or an operator's folder answers with its checkpoint's own head."""
+    return (name == models.DEFAULT or name in models.pretrained.PRETRAINED
+            or models.derived.parse(name) is not None)
+
+
 def demo_model(name: str = models.DEFAULT, store: Store | None = None) -> QAModel:
-    if name != models.DEFAULT:
+    store = store or Store()
+    # The committed head first: the default's demo head, and a twin's fine-tune on the same recipe (issue 26
+    # item 5), so choosing `wiki-bert-mini` answers with its own SQuAD head and its official-dev figure.
+    rec = served_record(store, name) if _may_have_committed_head(name) else None
+    if rec is None and name != models.DEFAULT:
         loaded = models.load(name)
         return QAModel(head_model(loaded, require_pretrained=True, advice=PAGE_ADVICE), loaded.tokenizer,
                        f"pretrained QA head of {loaded.model_id}, as its checkpoint ships it")
-    store = store or Store()
-    rec = served_record(store, name)
     if rec is None:
         raise BertevalError(f"no committed SQuAD adapter for {models.identify(name).model_id} under {store.root}; "
                             f"run: python -m berteval run --task squad --regime finetune --seeds 0 --data-dir "

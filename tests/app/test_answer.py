@@ -140,6 +140,17 @@ def test_the_head_trained_on_the_full_train_set_is_served_before_the_demo_head(t
     assert serve_qa.served_record(store).run_id == "demo"
 
 
+def test_a_pre_trained_twin_answers_with_its_committed_full_train_head():
+    """Issue 26 item 5: the NSP twin's SQuAD fine-tune is committed, so choosing the twin answers with it (its
+    official-dev figure named, uncalibrated); never the default's head, never a refusal."""
+    rec = serve_qa.served_record(Store(), "wiki-bert-mini")
+    assert rec is not None and rec.model == "berteval/wiki-bert-mini" and rec.n_train == 87599
+    qa_model, ans = serve.answer("wiki-bert-mini", "What did the cat eat?", "The cat ate a small grey mouse.")
+    assert qa_model.run_id == rec.run_id
+    assert f"F1 {rec.metrics['f1']:.1f}" in qa_model.source and "all 87,599 questions" in qa_model.source
+    assert ans.nbest and serve.confidence_of(qa_model, ans).calibration is None  # calibrated for the default only
+
+
 def test_a_checkpoint_with_its_own_qa_head_answers_in_the_tab(tmp_path, monkeypatch):
     pytest.importorskip("gradio")
     from transformers import BertForQuestionAnswering
