@@ -31,7 +31,6 @@ decay, weight decay 0.01 and clipping at 1.0 as in BERT, dropout 0.1 as in the c
 
 from __future__ import annotations
 
-import json
 import warnings
 from pathlib import Path
 
@@ -39,6 +38,7 @@ import torch
 
 from .. import models, training
 from ..models import derived
+from ..models.base import save_peft
 from .base import Context, Outcome
 from .examples import masked_sequences, segment_pairs
 from .masking import IGNORE, MaskingRule
@@ -121,12 +121,7 @@ def save(objective: PretrainingObjective, stage: Path, base_model_id: str) -> di
     """adapter_model.safetensors + adapter_config.json (peft) and heads.safetensors."""
     from safetensors.torch import save_file
 
-    objective.model.save_pretrained(str(stage))
-    (stage / "README.md").unlink(missing_ok=True)  # peft's empty model-card template says nothing
-    cfg_file = stage / "adapter_config.json"
-    cfg = json.loads(cfg_file.read_text())
-    cfg["base_model_name_or_path"] = base_model_id  # not this machine's path to the package
-    cfg_file.write_text(json.dumps(cfg, indent=1, sort_keys=True) + "\n")
+    save_peft(objective.model, stage, base_model_id)
     heads = head_tensors(objective.pretraining)
     save_file(heads, str(stage / derived.HEADS_FILE))
     return heads

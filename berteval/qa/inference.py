@@ -20,6 +20,7 @@ import torch
 
 from .. import devices, models, precision
 from ..errors import BertevalError
+from ..models.base import save_peft
 from . import DEFAULTS, QASettings
 from .decode import Candidate, best_spans
 from .windows import Windows, make_windows
@@ -188,8 +189,7 @@ def save_adapter(model: torch.nn.Module, folder: Path, info: dict) -> None:
         return
 
     def fill(stage: Path) -> None:
-        model.save_pretrained(str(stage))
-        (stage / "README.md").unlink(missing_ok=True)  # peft's empty model-card template says nothing
+        save_peft(model, stage, info["base_model"])
         write_atomic(stage / ADAPTER_CONFIG, json.dumps(info, indent=1, sort_keys=True).encode("utf-8"))
 
     write_folder_atomic(Path(folder), fill)

@@ -256,7 +256,8 @@ class _Adapter:
         Path(folder, "adapter_model.safetensors").write_bytes(self.weights)
         if self.fail:
             raise OSError(27, "File too large")
-        Path(folder, "adapter_config.json").write_text("{}")
+        # as peft writes it: the base model's path on the machine that trained it
+        Path(folder, "adapter_config.json").write_text('{"base_model_name_or_path": "/root/somewhere/model"}')
         Path(folder, "README.md").write_text("peft's template")
 
 
@@ -265,15 +266,18 @@ def test_an_adapter_is_saved_whole_or_the_previous_one_stays(tmp_path):
     from berteval.store import remove_stale_temporaries
 
     folder = tmp_path / "adapters" / "squad" / "abc"
-    inference.save_adapter(_Adapter(b"old"), folder, {"summary": "old"})
+    old = {"summary": "old", "base_model": "owner/base"}
+    inference.save_adapter(_Adapter(b"old"), folder, old)
     assert sorted(p.name for p in folder.iterdir()) == ["adapter_config.json", "adapter_model.safetensors",
                                                         inference.ADAPTER_CONFIG]
     with pytest.raises(OSError, match="File too large"):
-        inference.save_adapter(_Adapter(b"new weights", fail=True), folder, {"summary": "new"})
+        inference.save_adapter(_Adapter(b"new weights", fail=True), folder, {**old, "summary": "new"})
     assert (folder / "adapter_model.safetensors").read_bytes() == b"old"
-    assert json.loads((folder / inference.ADAPTER_CONFIG).read_text()) == {"summary": "old"}
+    assert json.loads((folder / inference.ADAPTER_CONFIG).read_text()) == old
     assert [p.name for p in folder.parent.iterdir()] == ["abc"]  # no staged folder left
-    inference.save_adapter(_Adapter(b"new"), folder, {"summary": "new"})
+    inference.save_adapter(_Adapter(b"new"), folder, {**old, "summary": "new"})
+    # the machine's path replaced by the model's id: a committed adapter names no build machine
+    assert json.loads((folder / "adapter_config.json").read_text())["base_model_name_or_path"] == "owner/base"
     assert (folder / "adapter_model.safetensors").read_bytes() == b"new"
     assert [p.name for p in folder.parent.iterdir()] == ["abc"]
     # A writer killed between the swap's two renames left the old folder aside and no new one; one killed while
@@ -517,3 +521,13 @@ def test_validate_reads_a_folder_as_its_record_files(tmp_path, capsys):
     root = _records_with(tmp_path, "m")
     assert cli.main(["validate", str(root)]) == 0
     assert "6 valid records, 0 bad lines in 1 files" in capsys.readouterr().out
+
+
+def test_no_committed_adapter_names_the_machine_that_trained_it():
+    """peft writes the base model's local path into adapter_config.json; berteval's save replaces it with the
+    model's id (`models.base.save_peft`), for the SQuAD heads and the derived encoders alike."""
+    found = sorted((REPO / "leaderboard" / "results").rglob("adapter_config.json"))
+    assert len(found) >= 6
+    for f in found:
+        base = json.loads(f.read_text())["base_model_name_or_path"]
+        assert not base.startswith(("/", ".")) and "\\" not in base, f"{f}: {base}"
