@@ -1,7 +1,7 @@
 """The examples behind a paired test: where two heads of one run disagree, and who is right.
 
 A McNemar p-value says two heads differ; it does not say on what. `python -m berteval disagree`
-pairs two records of the same model, task, regime and seed (same evaluation examples), reads
+pairs two records of the same task and seed (same evaluation examples; by default the same model and regime), reads
 their committed per-example predictions, and lists every example exactly one of them gets right:
 first the counts (`N disagreements: A right B wrong X, B right A wrong Y`, the discordant counts
 of the McNemar test in the records), then one line per example with its id, the gold label, each
@@ -104,11 +104,13 @@ def _pred(label: str, conf: float | None) -> str:
 
 
 def head_name(rec: RunRecord, other: RunRecord | None = None) -> str:
-    """`mean`, or `mean@5` off the last layer, or `span (finetune)` where the two heads differ in regime."""
+    """`mean`, or `mean@5` off the last layer, or `span (finetune)` where the two heads differ in regime,
+    `span (wiki-bert-mini)` where they differ in model."""
     name = rec.pooling if rec.layer == -1 else f"{rec.pooling}@{rec.layer}"
-    if other is not None and other.regime != rec.regime:
-        name += f" ({rec.regime})"
-    return name
+    differs = [] if other is None else [
+        *([rec.regime] if other.regime != rec.regime else []),
+        *([record_lookup.short_name(rec.model)] if other.model != rec.model else [])]
+    return name + (f" ({', '.join(differs)})" if differs else "")
 
 
 def parse_head(spec: str, layer: int = -1) -> tuple[str, int]:
@@ -160,8 +162,10 @@ def compare(task: str, a: RunRecord, b: RunRecord, root: str | os.PathLike | Non
             data_dir: str | os.PathLike | None = None, split=None) -> Disagreement:
     """Every example exactly one of two records gets right. `split` (the evaluation Split) may be passed in;
     otherwise it is loaded from `data_dir` (option or $BERTEVAL_DATA) when one is given."""
-    if (a.model, a.task, a.seed, a.data_sha256) != (b.model, b.task, b.seed, b.data_sha256):
-        raise BertevalError("the two heads must come from the same model, task, seed and data to be compared "
+    # Two models are compared on the same examples too (one pre-trained twin against the other): what must
+    # match is the task, the seed asked for and the data each was scored on.
+    if (a.task, a.seed, a.data_sha256) != (b.task, b.seed, b.data_sha256):
+        raise BertevalError("the two heads must come from the same task, seed and data to be compared "
                             f"example by example ({head_name(a)}: {a.model} seed {a.seed}; "
                             f"{head_name(b)}: {b.model} seed {b.seed})")
     store = Store(root)
@@ -176,6 +180,11 @@ def compare(task: str, a: RunRecord, b: RunRecord, root: str | os.PathLike | Non
             note = "texts not shown: pass --data-dir (or set BERTEVAL_DATA) to see each example"
     if task == "squad":
         return _compare_squad(task, a, b, pa, pb, split, note)
+    from .tasks import get
+
+    if get(task).regression:
+        raise BertevalError(f"{task} is a regression: no example is right or wrong, so there is nothing to list; "
+                            f"its records compare heads by a paired bootstrap of the correlation (the leaderboard)")
     for p, r in ((pa, a), (pb, b)):
         if "pred" not in p or "label" not in p:
             raise BertevalError(f"{r.predictions_file} holds no per-example pred/label lists")
@@ -186,8 +195,6 @@ def compare(task: str, a: RunRecord, b: RunRecord, root: str | os.PathLike | Non
         note = (f"texts not shown: the data under the data dir is not what these records were scored on "
                 f"({len(split)} examples vs {len(gold)})")
         split = None
-    from .tasks import get
-
     names = get(task).labels
     label = lambda i: names[int(i)] if names and 0 <= int(i) < len(names) else str(i)  # noqa: E731
     pred_a, pred_b = np.asarray(pa["pred"]), np.asarray(pb["pred"])
@@ -240,25 +247,33 @@ def command(args) -> int:
     pooling_a, layer_a = parse_head(args.a, args.layer)
     pooling_b, layer_b = parse_head(args.b, args.layer)
     a = find(records, args.model, pooling_a, layer_a, args.seed, args.regime)
-    b = find(records, args.model, pooling_b, layer_b, args.seed, args.regime_b or args.regime)
+    b = find(records, args.model_b or args.model, pooling_b, layer_b, args.seed, args.regime_b or args.regime)
     d = compare(args.task, a, b, store.root, args.data_dir)
     lines = d.lines(args.limit)
     print(lines[0])
     for line in lines[1:]:
         print(line)
+    from .stats import mcnemar_exact
+
+    # The records test heads of one model against each other; across models (or regimes) this is the only test.
+    a_right, b_right = len(d.a_only), len(d.b_only)
+    test = mcnemar_exact([True] * a_right + [False] * b_right, [False] * a_right + [True] * b_right)
+    print(f"exact McNemar test (two-sided) on these counts: p = {test['p_value']:.3g}", file=sys.stderr)
     if d.note:
         print(f"note: {d.note}", file=sys.stderr)
     return 0
 
 
 def add_arguments(p) -> None:
-    p.add_argument("--task", required=True, help="sst2, nsp or squad")
+    p.add_argument("--task", required=True, help="a classification task (sst2, nsp, mrpc, rte, qnli) or squad")
     p.add_argument("--model", default="default", help="as --model of run: default, default+nsp-pooler, or a model id")
     p.add_argument("--a", required=True, help="the first head: POOLING or POOLING@LAYER (e.g. mean, cls@5; span for SQuAD)")
     p.add_argument("--b", required=True, help="the second head, same form")
     p.add_argument("--seed", type=int, default=0, help="the seed both records share (default 0)")
     p.add_argument("--regime", default="probe", help="probe (default), finetune or pretrained")
     p.add_argument("--regime-b", default=None, help="the second head's regime when it differs (e.g. SQuAD probe vs finetune)")
+    p.add_argument("--model-b", default=None, help="the second head's model when it differs (e.g. wiki-bert-mini against "
+                                                  "wiki-bert-mini-nonsp: the same examples, two models)")
     p.add_argument("--layer", type=int, default=-1, help="hidden-state layer of both heads (default -1, the last)")
     p.add_argument("--limit", type=int, default=None, help="show at most N examples of each kind (default: all)")
     p.add_argument("--data-dir", default=None, help="data folder for the examples' texts (default $BERTEVAL_DATA)")

@@ -166,3 +166,31 @@ def test_model_names_resolve_from_the_records():
     assert record_lookup.model_id("default", recs) == "sentence-transformers/all-MiniLM-L6-v2"
     assert record_lookup.model_id("sentence-transformers/all-MiniLM-L6-v2", recs) == "sentence-transformers/all-MiniLM-L6-v2"
     assert record_lookup.command(recs[0]).startswith("python -m berteval run --task sst2")
+
+
+def test_disagree_compares_two_models_on_the_same_examples_with_its_own_mcnemar_test():
+    """--model-b: one pre-trained twin against the other (the records only test heads of one model)."""
+    from berteval.stats import mcnemar_exact
+
+    proc = _cli("disagree", "--task", "mrpc", "--model", "wiki-bert-mini", "--model-b", "wiki-bert-mini-nonsp",
+                "--a", "cls", "--b", "cls", "--regime", "finetune", "--seed", "0", "--results", str(STORE.root),
+                env={**__import__("os").environ, "BERTEVAL_DATA": ""})
+    assert proc.returncode == 0, proc.stderr
+    recs = STORE.read("mrpc")[0]
+    a, b = (disagree.find(recs, m, "cls", -1, 0, "finetune") for m in ("wiki-bert-mini", "wiki-bert-mini-nonsp"))
+    assert a.model != b.model
+    right = []
+    for rec in (a, b):
+        p = json.loads(STORE.inside(rec.predictions_file).read_text())
+        right.append([x == y for x, y in zip(p["pred"], p["label"])])
+    won = sum(x and not y for x, y in zip(*right))
+    lost = sum(y and not x for x, y in zip(*right))
+    lines = proc.stdout.splitlines()
+    assert lines[0] == (f"{won + lost} disagreements: cls (wiki-bert-mini) right cls (wiki-bert-mini-nonsp) wrong "
+                        f"{won}, cls (wiki-bert-mini-nonsp) right cls (wiki-bert-mini) wrong {lost}")
+    assert len(lines) == 1 + won + lost
+    p = mcnemar_exact(*right)["p_value"]
+    assert f"exact McNemar test (two-sided) on these counts: p = {p:.3g}" in proc.stderr
+    other_task = _cli("disagree", "--task", "rte", "--model", "wiki-bert-mini", "--model-b", "nobody", "--a", "cls",
+                      "--b", "cls", "--regime", "finetune", "--results", str(STORE.root))
+    assert other_task.returncode == 2 and "nobody" in other_task.stderr
