@@ -294,6 +294,25 @@ def test_next_sentence_on_wiki_bert_mini_answers_with_its_own_head(page):
     _screenshot(page, "inside_wiki_bert_mini")
 
 
+def test_answer_on_a_pre_trained_twin_uses_its_own_committed_squad_head(page):
+    """Issue 26 item 5: each twin's SQuAD fine-tune is committed, so choosing one answers with it, named with its
+    official-dev figure; uncalibrated here, and the page says so."""
+    from berteval.serve.qa import served_record
+    from berteval.store import Store
+
+    rec = served_record(Store(), "wiki-bert-mini-nonsp")
+    assert rec is not None and rec.model == "berteval/wiki-bert-mini-nonsp" and rec.n_train == 87_599
+    _choose_model(page, "wiki-bert-mini-nonsp")
+    _run_example(page, "Answer", "qa-examples", "In what country", "qa-question", "Answer")
+    about = page.locator("#qa-about")
+    expect(about).to_contain_text(rec.run_id)
+    expect(about).to_contain_text(f"F1 {rec.metrics['f1']:.1f}")
+    expect(page.locator("#qa-highlight .highlighted")).to_have_count(1)
+    expect(page.locator("#qa-confidence")).to_contain_text("not calibrated here")
+    expect(page.locator("#qa-logits .main-svg").first).to_be_visible()
+    _screenshot(page, "answer_twin")
+
+
 def test_inside_bert_shows_the_heads(page):
     _run_example(page, "Inside BERT", "inside-examples", "The cat sat on the [MASK]", "inside-text", "Look inside")
     heads = page.locator("#inside-heads")
