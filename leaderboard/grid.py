@@ -23,6 +23,7 @@ from berteval.models.loading import DEFAULT_MODEL_ID
 from . import data
 from .figures.style import metric_scale
 from .labels import metric_name, task_name, task_rank
+from .overview import markdown_table
 
 DEFAULT_ALIAS = "default"
 NOT_RUN = "not run"
@@ -83,9 +84,7 @@ def grid(df: pd.DataFrame, model: str, regime: str, tasks=None, poolings=None) -
 def as_markdown(table: pd.DataFrame) -> str:
     if table.empty:
         return "No records for this model and regime."
-    head = "| " + " | ".join(c if c == "task (metric)" else f"`{c}`" for c in table.columns) + " |\n"
-    return head + "|---" * len(table.columns) + "|\n" + "".join(
-        "| " + " | ".join(str(v) for v in row) + " |\n" for row in table.itertuples(index=False))
+    return markdown_table(table.rename(columns=lambda c: c if c == "task (metric)" else f"`{c}`")) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:

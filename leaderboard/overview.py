@@ -196,7 +196,8 @@ def overview(rows: pd.DataFrame, band_frame: pd.DataFrame | None = None, tests: 
     return out
 
 
-def _markdown_table(df: pd.DataFrame) -> str:
+def markdown_table(df: pd.DataFrame) -> str:
+    """A frame as a Markdown table, each cell neutralised for Markdown (the first view, the twins, the grids)."""
     head = "| " + " | ".join(df.columns) + " |\n|" + "---|" * len(df.columns)
     body = "\n".join("| " + " | ".join(_cell(v) for v in row) + " |" for row in df.itertuples(index=False))
     return f"{head}\n{body}"
@@ -209,7 +210,7 @@ def as_markdown(items: list[dict]) -> str:
     for it in items:
         note = (" *k-fold estimates only (each dev example scored by a head trained on the other folds): shown "
                 "apart, never ranked with official-dev rows.*" if it["estimates_only"] else "")
-        parts.append(f"#### {it['title']}\n{it['sentence']}{note}\n\n{_markdown_table(it['table'])}")
+        parts.append(f"#### {it['title']}\n{it['sentence']}{note}\n\n{markdown_table(it['table'])}")
     return "\n\n".join(parts) + "\n\n" + LEGEND
 
 
@@ -271,7 +272,7 @@ def estimates_markdown(est: pd.DataFrame) -> str:
     tables = estimate_tables(est)
     if not tables:
         return ""
-    parts = [f"**{title}**\n\n{_markdown_table(t)}" for title, t in tables]
+    parts = [f"**{title}**\n\n{markdown_table(t)}" for title, t in tables]
     return ("**Shown apart, never ranked: k-fold estimates.** Each dev example is scored by a head trained on "
             "the other folds (dev articles for SQuAD, dev pairs for QNLI), so these are not official-dev scores "
             "and never share a rank or a figure with them.\n\n" + "\n\n".join(parts))

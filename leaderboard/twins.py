@@ -27,6 +27,7 @@ from . import data, references
 from .findings import points
 from .figures.style import fmt, metric_scale
 from .labels import metric_name, reading_order, regime_name, task_name
+from .overview import markdown_table
 
 NSP, NO_NSP = "berteval/wiki-bert-mini", "berteval/wiki-bert-mini-nonsp"
 POOLING_ORDER = ("cls", "pooler", "mean", "max", "bi-mean")  # the question's three first, then the rest
@@ -143,11 +144,9 @@ def as_markdown(df: pd.DataFrame) -> str:
     if comp.empty:
         return EMPTY
     shown = display(comp)
-    head = "| " + " | ".join(DISPLAY_COLUMNS) + " |\n" + "|---" * len(DISPLAY_COLUMNS) + "|\n"
-    body = "".join("| " + " | ".join(f"`{v}`" if c == "pooling" else str(v) for c, v in row.items()) + " |\n"
-                   for _, row in shown.iterrows())
+    shown["pooling"] = [f"`{p}`" for p in shown["pooling"]]
     published = published_lines(set(comp["task"]))
-    return (CAPTION + "\n\n" + head + body + "\n" + "\n".join(f"- {s}" for s in sentences(comp))
+    return (CAPTION + "\n\n" + markdown_table(shown) + "\n\n" + "\n".join(f"- {s}" for s in sentences(comp))
             + ("\n\n" + PUBLISHED + "\n\n" + "\n".join(f"- {x}" for x in published) if published else "") + "\n")
 
 

@@ -252,3 +252,16 @@ def make_record(**kw):
     )
     base.update(kw)
     return records.RunRecord(**base)
+
+
+def records_frame(path: Path, recs) -> "pd.DataFrame":
+    """The leaderboard's records frame of `recs`, appended to the .jsonl at `path` as a run appends them (every
+    line must read back: no problems)."""
+    from berteval import store
+    from leaderboard import data
+
+    for r in recs:
+        store.append_record(path, r)
+    df, problems = data.load([path])
+    assert problems == []
+    return df

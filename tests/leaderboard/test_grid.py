@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import statistics
 
-from berteval import store
 from berteval.models.loading import DEFAULT_MODEL_ID
-from conftest import make_record
+from conftest import make_record, records_frame
 from leaderboard import data, grid
 
 M = DEFAULT_MODEL_ID + "+mlm-nsp"
@@ -22,11 +21,7 @@ def _frame(tmp_path, extra=()):
     recs.append(make_record(run_id="other-model", model="berteval/wiki-bert-mini", task="mrpc", regime="finetune",
                             metrics={"accuracy": 0.99}))
     recs.append(make_record(run_id="probe", model=M, task="mrpc", regime="probe", metrics={"accuracy": 0.11}))
-    for r in [*recs, *extra]:
-        store.append_record(path, r)
-    df, problems = data.load([path])
-    assert problems == []
-    return df
+    return records_frame(path, [*recs, *extra])
 
 
 def test_cells_are_mean_and_sample_std_and_an_unfinished_cell_says_its_seeds(tmp_path):

@@ -8,7 +8,7 @@ import pytest
 
 from berteval import store
 from berteval.stats import summarise
-from conftest import make_record
+from conftest import make_record, records_frame
 from leaderboard import data, twins
 
 NSP, NO = twins.NSP, twins.NO_NSP
@@ -21,11 +21,7 @@ def _frame(tmp_path, extra=()):
     path = tmp_path / "r.jsonl"
     recs = [make_record(run_id=f"{m}-{p}-{s}", model=m, pooling=p, seed=s, metrics={"accuracy": v})
             for (p, m), vs in VALUES.items() for s, v in enumerate(vs)]
-    for r in [*recs, *extra]:
-        store.append_record(path, r)
-    df, problems = data.load([path])
-    assert problems == []
-    return df
+    return records_frame(path, [*recs, *extra])
 
 
 def test_difference_is_paired_by_seed_with_a_t_interval(tmp_path):
