@@ -109,14 +109,20 @@ def _published() -> pd.DataFrame:
     return r[named | bert_table5]
 
 
+def _spread(mean: float, std: float, scale: float, n_seeds: int) -> str:
+    """Mean ± std; one seed has no spread, so its value stands alone (a "± 0.0" would claim a spread of zero)."""
+    return fmt(mean, scale) if n_seeds < 2 else f"{fmt(mean, scale)} ± {fmt(std, scale)}"
+
+
 def display(comp: pd.DataFrame) -> pd.DataFrame:
     """What a reader sees of `comparison`: names in words, mean ± std, the difference with its interval."""
     return pd.DataFrame({
         "task": [task_name(t) for t in comp["task"]], "regime": [regime_name(r) for r in comp["regime"]],
         "pooling": list(comp["pooling"]),
-        "with NSP": [f"{fmt(m, s)} ± {fmt(d, s)}" for m, d, s in zip(comp["nsp_mean"], comp["nsp_std"], comp["scale"])],
-        "without NSP": [f"{fmt(m, s)} ± {fmt(d, s)}"
-                        for m, d, s in zip(comp["nonsp_mean"], comp["nonsp_std"], comp["scale"])],
+        "with NSP": [_spread(m, d, s, n) for m, d, s, n in
+                     zip(comp["nsp_mean"], comp["nsp_std"], comp["scale"], comp["n_seeds"])],
+        "without NSP": [_spread(m, d, s, n) for m, d, s, n in
+                        zip(comp["nonsp_mean"], comp["nonsp_std"], comp["scale"], comp["n_seeds"])],
         "NSP - no NSP (points)": [f"{r['diff']:+.1f}{_interval(r)}" for _, r in comp.iterrows()],
         "seeds": [int(n) for n in comp["n_seeds"]]}, columns=DISPLAY_COLUMNS)
 

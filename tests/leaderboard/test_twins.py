@@ -64,6 +64,8 @@ def test_one_seed_has_no_interval(tmp_path):
     row = twins.comparison(df).iloc[0]
     assert row["diff"] == pytest.approx(10.0) and math.isnan(row["diff_low"])
     assert "one seed: no interval" in twins.sentences(twins.comparison(df))[0]
+    shown = twins.display(twins.comparison(df)).iloc[0]  # one seed has no spread to print, not a spread of 0
+    assert (shown["with NSP"], shown["without NSP"], shown["seeds"]) == ("0.600", "0.500", 1)
 
 
 def test_command_prints_markdown(tmp_path, capsys):
