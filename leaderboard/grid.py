@@ -8,7 +8,9 @@ never mixed into an official-dev row. A cell with fewer seeds than the grid's mo
 unfinished sweep cannot pass for a finished one; a reading never run is "not run".
 
 `python -m leaderboard.grid --model default+mlm-nsp --regime finetune --tasks mrpc,rte,qnli,stsb` prints the
-Markdown table and how long its records took (the sum of their wall times). Pure functions; light (no torch).
+Markdown table and how long its records took (the sum of their wall times); `--task mrpc --models
+default,default+mlm-nsp,wiki-bert-mini` turns it round: one task, a row per model. Pure functions; light (no
+torch).
 """
 
 from __future__ import annotations
@@ -49,16 +51,41 @@ def _fmt(mean: float, std: float, n: int, scale: float, most: int) -> str:
     return text if n == most else f"{text} ({n} seed{'s' if n != 1 else ''})"
 
 
+def _cells(agg: pd.DataFrame, cols: list[str], scale: float, most: int) -> dict[str, str]:
+    """One display row's pooling cells from the aggregate rows of one task (and model)."""
+    cells = {}
+    for p in cols:
+        hit = agg[agg["pooling"] == p]
+        cells[p] = NOT_RUN if hit.empty else _fmt(hit["mean"].iloc[0], hit["std"].iloc[0],
+                                                   int(hit["n_seeds"].iloc[0]), scale, most)
+    return cells
+
+
+def _task_label(task: str, agg: pd.DataFrame, rows: pd.DataFrame) -> str:
+    """"MRPC (accuracy)"; a k-fold task says it is an estimate ("QNLI (accuracy, 5-fold over dev: an estimate)")."""
+    estimate = bool(data.is_estimate(rows[rows["task"] == task]).any())
+    base, _, note = task_name(task).partition(" (")  # "QNLI (5-fold over dev)" -> "QNLI", "5-fold over dev"
+    return (f"{base} ({metric_name(agg['main_metric'].iloc[0])}" + (f", {note.rstrip(')')}" if note else "")
+            + (": an estimate)" if estimate else ")"))
+
+
+def _select(df: pd.DataFrame, regime: str, models=None, tasks=None) -> pd.DataFrame | None:
+    """The main-setup, last-layer records of `regime` (for `models`, named as `recorded_name` resolves them, and
+    `tasks` when given)."""
+    rows = df[(df["regime"] == regime) & (df["layer"] == -1)]
+    if models is not None:
+        rows = rows[rows["model"].isin([recorded_name(m, df["model"].unique()) for m in models])]
+    if tasks:
+        rows = rows[rows["task"].isin(list(tasks))]
+    return data.main_setups(rows)
+
+
 def grid(df: pd.DataFrame, model: str, regime: str, tasks=None, poolings=None) -> tuple[pd.DataFrame, float]:
     """The display grid (a `task (metric)` column, then one per pooling) and the summed wall seconds of the
     records it reads. Tasks in registry order, poolings in registry order unless `poolings` gives them."""
     if df is None or df.empty:
         return pd.DataFrame(columns=["task (metric)"]), 0.0
-    rows = df[(df["model"] == recorded_name(model, df["model"].unique())) & (df["regime"] == regime)
-              & (df["layer"] == -1)]
-    if tasks:
-        rows = rows[rows["task"].isin(list(tasks))]
-    rows = data.main_setups(rows)
+    rows = _select(df, regime, [model], tasks)
     if rows is None or rows.empty:
         return pd.DataFrame(columns=["task (metric)"]), 0.0
     cols = list(poolings) if poolings else data.pooling_order(rows["pooling"])
@@ -67,41 +94,66 @@ def grid(df: pd.DataFrame, model: str, regime: str, tasks=None, poolings=None) -
     out = []
     for task in sorted(dict.fromkeys(agg["task"]), key=task_rank):
         g = agg[agg["task"] == task]
-        estimate = bool(data.is_estimate(rows[rows["task"] == task]).any())
-        base, _, note = task_name(task).partition(" (")  # "QNLI (5-fold over dev)" -> "QNLI", "5-fold over dev"
-        label = (f"{base} ({metric_name(g['main_metric'].iloc[0])}" + (f", {note.rstrip(')')}" if note else "")
-                 + (": an estimate)" if estimate else ")"))
-        scale = metric_scale(g["mean"])
-        cells = {}
-        for p in cols:
-            hit = g[g["pooling"] == p]
-            cells[p] = NOT_RUN if hit.empty else _fmt(hit["mean"].iloc[0], hit["std"].iloc[0],
-                                                       int(hit["n_seeds"].iloc[0]), scale, most)
-        out.append({"task (metric)": label, **cells})
+        out.append({"task (metric)": _task_label(task, g, rows), **_cells(g, cols, metric_scale(g["mean"]), most)})
     return pd.DataFrame(out, columns=["task (metric)", *cols]), float(rows["wall_s"].fillna(0).sum())
+
+
+def task_grid(df: pd.DataFrame, task: str, models: list[str], regime: str,
+              poolings=None) -> tuple[pd.DataFrame, float, str]:
+    """One task across models: a row per model (in the order given, named as given), a column per pooling;
+    the summed wall seconds of its records and the task's label. A model with no records of the task shows
+    every cell "not run", so a missing encoder is visible, not dropped. Seeds are counted against the most any
+    cell of the table has."""
+    empty = pd.DataFrame(columns=["model"])
+    if df is None or df.empty:
+        return empty, 0.0, task_name(task)
+    rows = _select(df, regime, models, [task])
+    if rows is None or rows.empty:
+        return empty, 0.0, task_name(task)
+    cols = list(poolings) if poolings else data.pooling_order(rows["pooling"])
+    agg = data.aggregate(rows)
+    most = int(agg["n_seeds"].max())
+    scale = metric_scale(agg["mean"])
+    known = df["model"].unique()
+    out = [{"model": f"`{m}`", **_cells(agg[agg["model"] == recorded_name(m, known)], cols, scale, most)}
+           for m in models]
+    return (pd.DataFrame(out, columns=["model", *cols]), float(rows["wall_s"].fillna(0).sum()),
+            _task_label(task, agg, rows))
 
 
 def as_markdown(table: pd.DataFrame) -> str:
     if table.empty:
         return "No records for this model and regime."
-    return markdown_table(table.rename(columns=lambda c: c if c == "task (metric)" else f"`{c}`")) + "\n"
+    return markdown_table(table.rename(columns=lambda c: c if c in ("task (metric)", "model") else f"`{c}`")) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m leaderboard.grid",
-                                 description="Print one model's scores as a Markdown grid (task x pooling, mean ± "
-                                             "std over seeds) from the records, and the wall time they took.")
-    ap.add_argument("--model", required=True, help="as recorded, or default[+derivation], or a twin's short name")
+                                 description="Print scores as a Markdown grid (mean ± std over seeds) from the "
+                                             "records, and the wall time they took: one model's task x pooling "
+                                             "(--model), or one task's model x pooling (--task with --models).")
+    which = ap.add_mutually_exclusive_group(required=True)
+    which.add_argument("--model", help="as recorded, or default[+derivation], or a twin's short name")
+    which.add_argument("--task", help="one task: a row per model of --models")
+    ap.add_argument("--models", default="", help="with --task: comma-separated models, in row order")
     ap.add_argument("--regime", default="probe", help="probe (default), finetune, ...")
-    ap.add_argument("--tasks", default="", help="comma-separated task names (default: every task with records)")
+    ap.add_argument("--tasks", default="", help="with --model: comma-separated task names (default: every task "
+                                                "with records)")
     ap.add_argument("--pooling", default="", help="comma-separated poolings, in column order (default: all found)")
     ap.add_argument("files", nargs="*", help="record files (.jsonl) or folders; default leaderboard/results/")
     args = ap.parse_args(argv)
+    split = lambda s: [x for x in s.split(",") if x]  # noqa: E731
+    if args.task and not split(args.models):
+        ap.error("--task needs --models, e.g. --models default,default+mlm-nsp,wiki-bert-mini")
     df, problems = data.load(args.files or None)
     for p in problems:
         print(f"skipped {p}", file=sys.stderr)
-    split = lambda s: [x for x in s.split(",") if x]  # noqa: E731
-    table, wall = grid(df, args.model, args.regime, split(args.tasks), split(args.pooling))
+    if args.task:
+        table, wall, label = task_grid(df, args.task, split(args.models), args.regime, split(args.pooling))
+        if not table.empty:
+            print(f"{label}:\n")
+    else:
+        table, wall = grid(df, args.model, args.regime, split(args.tasks), split(args.pooling))
     print(as_markdown(table))
     if not table.empty:
         # A fine-tune's wall_s is its training and scoring; a probe's is its fit alone (its encoding, shared by

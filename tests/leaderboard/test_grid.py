@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import statistics
 
+import pytest
+
 from berteval.models.loading import DEFAULT_MODEL_ID
 from conftest import make_record, records_frame
 from leaderboard import data, grid
@@ -61,3 +63,30 @@ def test_command_prints_markdown_and_no_records_says_so(tmp_path, capsys):
     assert "| task (metric) | `cls` | `mean` |" in out and "| MRPC (accuracy) | 0.7200 ±" in out
     assert "60 s" in out
     assert grid.as_markdown(grid.grid(data.frame([]), "x", "probe")[0]) == "No records for this model and regime."
+
+
+def test_one_task_across_models_keeps_the_given_order_and_shows_a_missing_model(tmp_path):
+    df = _frame(tmp_path)
+    table, wall, label = grid.task_grid(df, "mrpc", ["wiki-bert-mini", "default+mlm-nsp", "default+random"],
+                                        "finetune")
+    assert label == "MRPC (accuracy)"
+    rows = table.set_index("model")
+    assert list(rows.index) == ["`wiki-bert-mini`", "`default+mlm-nsp`", "`default+random`"]
+    assert rows.loc["`wiki-bert-mini`", "cls"] == "0.9900 (1 seed)"  # counted against the table's three
+    assert rows.loc["`wiki-bert-mini`", "mean"] == grid.NOT_RUN
+    assert rows.loc["`default+mlm-nsp`", "cls"].startswith("0.7200 ± ")
+    assert set(rows.loc["`default+random`"]) == {grid.NOT_RUN}  # no records: visible, not dropped
+    assert "0.1100" not in table.to_string() and "61.23" not in table.to_string()  # other regime, other task
+    assert wall == 60.0 + make_record().wall_s  # the six records of default+mlm-nsp and the twin's one
+
+
+def test_task_command_needs_models_and_prints_a_row_per_model(tmp_path, capsys):
+    _frame(tmp_path)
+    assert grid.main(["--task", "mrpc", "--models", "default+mlm-nsp", "--regime", "finetune",
+                      str(tmp_path / "r.jsonl")]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("MRPC (accuracy):") and "| model | `cls` | `mean` |" in out
+    assert "| `default+mlm-nsp` | 0.7200 ±" in out
+    with pytest.raises(SystemExit):
+        grid.main(["--task", "mrpc"])
+    assert "--task needs --models" in capsys.readouterr().err
