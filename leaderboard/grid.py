@@ -150,8 +150,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"skipped {p}", file=sys.stderr)
     if args.task:
         table, wall, label = task_grid(df, args.task, split(args.models), args.regime, split(args.pooling))
-        if not table.empty:
-            print(f"{label}:\n")
+        if table.empty:
+            # A typo or a regime never run: say which tasks the records do hold for it.
+            held = sorted(set(df["task"][df["regime"] == args.regime]), key=task_rank) if not df.empty else []
+            print(f"No {args.regime} records of task {args.task!r} for {args.models}; tasks with {args.regime} "
+                  f"records: {', '.join(held) or 'none'}.")
+            return 0
+        print(f"{label}:\n")
     else:
         table, wall = grid(df, args.model, args.regime, split(args.tasks), split(args.pooling))
     print(as_markdown(table))

@@ -90,3 +90,7 @@ def test_task_command_needs_models_and_prints_a_row_per_model(tmp_path, capsys):
     with pytest.raises(SystemExit):
         grid.main(["--task", "mrpc"])
     assert "--task needs --models" in capsys.readouterr().err
+    assert grid.main(["--task", "mrcp", "--models", "default", "--regime", "finetune",
+                      str(tmp_path / "r.jsonl")]) == 0  # a typo: told which tasks the records hold
+    out = capsys.readouterr().out
+    assert "No finetune records of task 'mrcp'" in out and "tasks with finetune records: mrpc, stsb." in out
