@@ -168,6 +168,12 @@ def compare(task: str, a: RunRecord, b: RunRecord, root: str | os.PathLike | Non
         raise BertevalError("the two heads must come from the same task, seed and data to be compared "
                             f"example by example ({head_name(a)}: {a.model} seed {a.seed}; "
                             f"{head_name(b)}: {b.model} seed {b.seed})")
+    from .tasks import get
+
+    # Refused before any prediction file or dataset is read: nothing of a regression is right or wrong.
+    if get(task).regression:
+        raise BertevalError(f"{task} is a regression: no example is right or wrong, so there is nothing to list; "
+                            f"its records compare heads by a paired bootstrap of the correlation (the leaderboard)")
     store = Store(root)
     pa, pb = (_read_predictions(store, r) for r in (a, b))
     note = ""
@@ -180,11 +186,6 @@ def compare(task: str, a: RunRecord, b: RunRecord, root: str | os.PathLike | Non
             note = "texts not shown: pass --data-dir (or set BERTEVAL_DATA) to see each example"
     if task == "squad":
         return _compare_squad(task, a, b, pa, pb, split, note)
-    from .tasks import get
-
-    if get(task).regression:
-        raise BertevalError(f"{task} is a regression: no example is right or wrong, so there is nothing to list; "
-                            f"its records compare heads by a paired bootstrap of the correlation (the leaderboard)")
     for p, r in ((pa, a), (pb, b)):
         if "pred" not in p or "label" not in p:
             raise BertevalError(f"{r.predictions_file} holds no per-example pred/label lists")
@@ -253,12 +254,11 @@ def command(args) -> int:
     print(lines[0])
     for line in lines[1:]:
         print(line)
-    from .stats import mcnemar_exact
+    from .stats import mcnemar_exact_p
 
     # The records test heads of one model against each other; across models (or regimes) this is the only test.
-    a_right, b_right = len(d.a_only), len(d.b_only)
-    test = mcnemar_exact([True] * a_right + [False] * b_right, [False] * a_right + [True] * b_right)
-    print(f"exact McNemar test (two-sided) on these counts: p = {test['p_value']:.3g}", file=sys.stderr)
+    p = mcnemar_exact_p(len(d.a_only), len(d.b_only))
+    print(f"exact McNemar test (two-sided) on these counts: p = {p:.3g}", file=sys.stderr)
     if d.note:
         print(f"note: {d.note}", file=sys.stderr)
     return 0

@@ -36,17 +36,23 @@ def summarise(values) -> SeedSummary:
     return SeedSummary(int(x.size), mean, std, mean - half, mean + half)
 
 
+def mcnemar_exact_p(only_a: int, only_b: int) -> float:
+    """The exact McNemar p-value from the discordant counts alone: under H0 they split 50/50 (two-sided
+    binomial). For callers that hold counts, not per-example correctness (`berteval disagree`)."""
+    n = only_a + only_b
+    return 1.0 if n == 0 else float(sps.binomtest(only_a, n, 0.5).pvalue)
+
+
 def mcnemar_exact(correct_a, correct_b) -> dict:
-    """Exact McNemar test: under H0 the discordant pairs split 50/50 (two-sided binomial)."""
+    """Exact McNemar test on per-example correctness of two heads over the same examples."""
     a = np.asarray(correct_a, dtype=bool)
     b = np.asarray(correct_b, dtype=bool)
     if a.shape != b.shape:
         raise ValueError(f"paired test needs predictions on the same examples ({a.shape} vs {b.shape})")
     only_a = int((a & ~b).sum())
     only_b = int((~a & b).sum())
-    n = only_a + only_b
-    p = 1.0 if n == 0 else float(sps.binomtest(only_a, n, 0.5).pvalue)
-    return {"test": "mcnemar_exact", "n_only_self_correct": only_a, "n_only_other_correct": only_b, "p_value": p}
+    return {"test": "mcnemar_exact", "n_only_self_correct": only_a, "n_only_other_correct": only_b,
+            "p_value": mcnemar_exact_p(only_a, only_b)}
 
 
 def paired_bootstrap(pred_a, pred_b, gold, metric, n_resamples: int = 2000, seed: int = 0) -> dict:

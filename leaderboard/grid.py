@@ -69,12 +69,12 @@ def _task_label(task: str, agg: pd.DataFrame, rows: pd.DataFrame) -> str:
             + (": an estimate)" if estimate else ")"))
 
 
-def _select(df: pd.DataFrame, regime: str, models=None, tasks=None) -> pd.DataFrame | None:
-    """The main-setup, last-layer records of `regime` (for `models`, named as `recorded_name` resolves them, and
-    `tasks` when given)."""
+def _select(df: pd.DataFrame, regime: str, recorded_models=None, tasks=None) -> pd.DataFrame | None:
+    """The main-setup, last-layer records of `regime` (for `recorded_models`, names as the records carry them,
+    and `tasks` when given)."""
     rows = df[(df["regime"] == regime) & (df["layer"] == -1)]
-    if models is not None:
-        rows = rows[rows["model"].isin([recorded_name(m, df["model"].unique()) for m in models])]
+    if recorded_models is not None:
+        rows = rows[rows["model"].isin(list(recorded_models))]
     if tasks:
         rows = rows[rows["task"].isin(list(tasks))]
     return data.main_setups(rows)
@@ -85,7 +85,7 @@ def grid(df: pd.DataFrame, model: str, regime: str, tasks=None, poolings=None) -
     records it reads. Tasks in registry order, poolings in registry order unless `poolings` gives them."""
     if df is None or df.empty:
         return pd.DataFrame(columns=["task (metric)"]), 0.0
-    rows = _select(df, regime, [model], tasks)
+    rows = _select(df, regime, [recorded_name(model, df["model"].unique())], tasks)
     if rows is None or rows.empty:
         return pd.DataFrame(columns=["task (metric)"]), 0.0
     cols = list(poolings) if poolings else data.pooling_order(rows["pooling"])
@@ -107,16 +107,16 @@ def task_grid(df: pd.DataFrame, task: str, models: list[str], regime: str,
     empty = pd.DataFrame(columns=["model"])
     if df is None or df.empty:
         return empty, 0.0, task_name(task)
-    rows = _select(df, regime, models, [task])
+    known = df["model"].unique()
+    recorded = {m: recorded_name(m, known) for m in models}
+    rows = _select(df, regime, recorded.values(), [task])
     if rows is None or rows.empty:
         return empty, 0.0, task_name(task)
     cols = list(poolings) if poolings else data.pooling_order(rows["pooling"])
     agg = data.aggregate(rows)
     most = int(agg["n_seeds"].max())
     scale = metric_scale(agg["mean"])
-    known = df["model"].unique()
-    out = [{"model": f"`{m}`", **_cells(agg[agg["model"] == recorded_name(m, known)], cols, scale, most)}
-           for m in models]
+    out = [{"model": f"`{m}`", **_cells(agg[agg["model"] == recorded[m]], cols, scale, most)} for m in models]
     return (pd.DataFrame(out, columns=["model", *cols]), float(rows["wall_s"].fillna(0).sum()),
             _task_label(task, agg, rows))
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -120,7 +121,7 @@ def test_disagree_counts_equal_the_records_mcnemar_counts_for_every_committed_ss
 
 def test_disagree_command_prints_the_counts_line_then_one_line_per_example():
     proc = _cli("disagree", "--task", "sst2", "--model", "default", "--a", "mean", "--b", "cls", "--seed", "0",
-                "--results", str(STORE.root), env={**__import__("os").environ, "BERTEVAL_DATA": ""})
+                "--results", str(STORE.root), env={**os.environ, "BERTEVAL_DATA": ""})
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     # The counts the record's McNemar test holds (docs/leaderboard.md quotes them: `python -m berteval disagree`).
@@ -174,7 +175,7 @@ def test_disagree_compares_two_models_on_the_same_examples_with_its_own_mcnemar_
 
     proc = _cli("disagree", "--task", "mrpc", "--model", "wiki-bert-mini", "--model-b", "wiki-bert-mini-nonsp",
                 "--a", "cls", "--b", "cls", "--regime", "finetune", "--seed", "0", "--results", str(STORE.root),
-                env={**__import__("os").environ, "BERTEVAL_DATA": ""})
+                env={**os.environ, "BERTEVAL_DATA": ""})
     assert proc.returncode == 0, proc.stderr
     recs = STORE.read("mrpc")[0]
     a, b = (disagree.find(recs, m, "cls", -1, 0, "finetune") for m in ("wiki-bert-mini", "wiki-bert-mini-nonsp"))
