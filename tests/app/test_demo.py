@@ -45,12 +45,20 @@ def test_live_heads_reproduce_the_recorded_dev_probabilities(tiny_models, tiny_s
     model = models.load(str(tiny_models["pretraining"]))
     heads = task_heads.committed_heads(model, Store(tiny_results))
     dev = [line.rsplit("\t", 1)[0] for line in (tiny_sst2 / "sst2" / "dev.tsv").read_text().splitlines()[1:]]
+    recorded = {name: json.loads((tiny_results / f"predictions/sst2/{h.run_id}.json").read_text())["proba"][:5]
+                for name, h in heads.items()}
     for name, head in heads.items():
-        recorded = json.loads((tiny_results / f"predictions/sst2/{head.run_id}.json").read_text())["proba"]
         live = [task_heads.p_positive(model, {name: head}, s)[name] for s in dev[:5]]
-        # The run encoded dev in padded batches, the page one sentence alone: float32 features agree to ~1e-7,
-        # and the tiny model's features barely vary, so its standardised head is steep (weights ~1e3): 2e-4.
-        np.testing.assert_allclose(live, recorded[:5], atol=2e-4)
+        # The behaviour: the page's head is the run's head on the run's features, so it gives the same label.
+        assert [p > 0.5 for p in live] == [p > 0.5 for p in recorded[name]], name
+        # The value, to a tolerance other CPUs meet: the run encoded dev in padded batches and the page encodes
+        # one sentence alone, and BLAS kernels differ between CPUs (AVX2, AVX-512, AMX) and thread counts, so
+        # float32 features differ by ~1e-6; the tiny model's features barely vary, so its standardised head is
+        # steep (weights ~1e3) and turns that into up to ~3e-3 of probability (3.3e-4 seen on an AVX2 EPYC).
+        # 1e-2 still tells this head from the other poolings' heads, whose probabilities differ by more.
+        np.testing.assert_allclose(live, recorded[name], atol=1e-2)
+        others = [o for o in recorded if o != name]
+        assert all(np.max(np.abs(np.subtract(live, recorded[o]))) > 1e-2 for o in others), name
 
 
 def test_heads_of_another_model_are_not_used(tiny_models, tiny_results):
