@@ -849,8 +849,27 @@ def options(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def port_problem(host: str, port: int) -> str | None:
+    """Why the page cannot listen on host:port, as a line that says what to do; None when it can. Asked before
+    the models load, so a busy port costs a second, not the warm-up; Gradio's own error names its environment
+    variable, not this script's --port."""
+    import errno
+    import socket
+
+    try:
+        with socket.create_server((host, port)):  # SO_REUSEADDR: a just-stopped server's TIME_WAIT is no obstacle
+            return None
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            return f"port {port} on {host} is busy (another server, perhaps app.py already running): pass --port " \
+                   f"with a free one, e.g. python app.py --port {port + 1}"
+        return f"cannot listen on {host}:{port} ({exc.strerror or exc}): pass --host and --port that this machine has"
+
+
 def main(argv: list[str] | None = None) -> None:
     args = options(argv)
+    if problem := port_problem(args.host, args.port):
+        raise SystemExit(f"error: {problem}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     torch.set_num_threads(TORCH_THREADS)
     from berteval import devices
@@ -858,7 +877,10 @@ def main(argv: list[str] | None = None) -> None:
     log.info("serving on %s", devices.use(None))  # BERTEVAL_DEVICE (auto: CUDA when present, else the CPU)
     for problem in serve.warm(serve.DEFAULT_MODEL):  # load once before the first visitor; say what is missing
         log.warning("not available yet: %s", problem)
-    build_demo().launch(server_name=args.host, server_port=args.port, **LAUNCH)
+    try:
+        build_demo().launch(server_name=args.host, server_port=args.port, **LAUNCH)
+    except OSError as exc:  # taken while the models loaded: Gradio's message names GRADIO_SERVER_PORT, not --port
+        raise SystemExit(f"error: {port_problem(args.host, args.port) or exc}") from None
 
 
 if __name__ == "__main__":

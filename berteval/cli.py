@@ -13,6 +13,7 @@ import argparse
 import os
 import re
 import sys
+import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -98,7 +99,9 @@ def _parser() -> argparse.ArgumentParser:
                         "memory; the same weights either way)")
     r.add_argument("--limit-eval", type=int, default=None,
                    help="score the first N eval examples only (a quick look, never a leaderboard row)")
-    r.add_argument("--dtype", default="fp32", choices=["fp32", "bf16"], help="encoder compute dtype")
+    r.add_argument("--dtype", default="fp32", choices=["fp32", "bf16", "auto"],
+                   help="encoder compute dtype (default fp32); auto: bf16 where the CPU has AVX512-BF16 or AMX (or the "
+                        "GPU has bf16), else fp32; records and run ids name the dtype that ran")
     r.add_argument("--device", default=None,
                    help="auto (default: CUDA when present, else MPS, else the CPU), cpu, cuda, cuda:N or mps "
                         "(or $BERTEVAL_DEVICE); recorded, and named in the run id of bf16 and trained cells off the CPU")
@@ -150,11 +153,17 @@ def _cmd_run(args) -> int:
     from .store import Store
     from .tasks import get
 
-    from . import devices
+    from . import devices, precision
 
     task = get(args.task)
     # Resolved once: every load, pass and fit of this run uses it (a device that is not here is refused now).
     (devices.requested if args.plan else devices.use)(args.device)
+    # --plan resolves no device (it loads nothing): its auto dtype is the CPU's, as a run on the CPU resolves it.
+    dtype = precision.resolve(args.dtype)
+    if dtype != args.dtype:
+        print(f"note: --dtype {args.dtype} runs {dtype} here", file=sys.stderr)
+    elif not args.plan and (note := precision.emulated_bf16_note(dtype)):
+        print(f"note: {note}", file=sys.stderr)
     spec = runs.RunSpec(
         task=task,
         model=args.model,
@@ -166,7 +175,7 @@ def _cmd_run(args) -> int:
         data_dir=data_dir(args.data_dir),
         out=Path(args.out) if args.out else None,
         max_length=args.max_length,
-        dtype=args.dtype,
+        dtype=dtype,
         limit_train=args.limit_train,
         train_set=args.train_set,
         train_sizes=parse_train_sizes(args.train_sizes),
@@ -184,6 +193,7 @@ def _cmd_run(args) -> int:
     )
     if spec.data_dir is None:
         print(f"no --data-dir or BERTEVAL_DATA: reading {task.hub_source} from the hub", file=sys.stderr)
+    started = time.perf_counter()
     report = runs.run(spec)
     for note in report.notes:
         print(f"note: {note}", file=sys.stderr)
@@ -198,9 +208,11 @@ def _cmd_run(args) -> int:
     if not is_writer():  # under accelerate launch: this process trained and scored with the others; rank 0 writes
         print(f"process {os.environ.get('RANK')} of {process_count()}: done; rank 0 writes the records")
         return 0
+    # The encoder pass a regime makes once for all its cells, where it makes one (a fine-tune encodes as it trains).
+    encoded = (f"; encoded {report.encoded_examples:,} {report.encoded_unit} in {report.encode_wall_s:.1f}s"
+               if report.encoded_examples else "")
     print(f"{len(report.written)} records written, {len(report.skipped)} already present "
-          f"-> {Store(spec.out).records_path(task.name)}; encoded {report.encoded_examples} examples "
-          f"in {report.encode_wall_s:.1f}s")
+          f"-> {Store(spec.out).records_path(task.name)} in {time.perf_counter() - started:.1f}s{encoded}")
     return 0
 
 
@@ -259,12 +271,20 @@ def _cmd_validate(args) -> int:
 
 
 def _cmd_summary(args) -> int:
-    from .records import read_records
+    from .records import read_records, record_files
     from .stats import summarise
 
-    recs, problems = read_records(args.files)
+    missing = [f for f in args.files if not Path(f).exists()]
+    if missing:  # a typo must not pass for "no results": say so and exit non-zero
+        raise BertevalError(f"no such file: {', '.join(missing)}; summary reads record files (.jsonl) or folders of "
+                            f"them, e.g. leaderboard/results/sst2.jsonl")
+    files = record_files(args.files)  # a folder: its record files, as validate and the leaderboard read it
+    recs, problems = read_records(files)
     for p in problems:
         print(f"skipped {p}", file=sys.stderr)
+    if not recs:
+        raise BertevalError(f"no valid records in {', '.join(map(str, files)) or ', '.join(args.files)}"
+                            f"{' (bad lines above)' if problems else ''}; `validate` names what is wrong with a file")
     groups = defaultdict(list)
     for r in recs:
         groups[(r.model, r.task, r.regime, r.pooling, r.layer, r.n_train, r.dtype, r.main_metric)].append(r)

@@ -129,10 +129,22 @@ def find(records: list[RunRecord], model: str, pooling: str, layer: int, seed: i
     mid, recs = record_lookup.of_model(model, records)
     hits = [r for r in recs if r.pooling == pooling and r.layer == layer and r.seed == seed and r.regime == regime]
     if not hits:
-        have = sorted({f"{record_lookup.short_name(r.model)} {r.regime} {head_name(r)} seed {r.seed}" for r in recs})
-        raise BertevalError(f"no {regime} record of {pooling} at layer {layer}, seed {seed}, for {mid}. "
-                            f"Records of this model: {'; '.join(have[:20]) or 'none'}")
+        raise BertevalError(_not_found(recs, mid, pooling, layer, seed, regime))
     return record_lookup.main_setup(hits)[0]
+
+
+def _not_found(recs: list[RunRecord], mid: str, pooling: str, layer: int, seed: int, regime: str) -> str:
+    """What is missing and what to ask for instead, in one line: the head's seeds when only the seed is wrong,
+    else the model's heads in the regime, else its regimes (never a list of every record)."""
+    what = f"no {regime} record of {pooling} at layer {layer}"
+    seeds = sorted({r.seed for r in recs if (r.pooling, r.layer, r.regime) == (pooling, layer, regime)})
+    if seeds:
+        return f"{what}, seed {seed}, for {mid}: its seeds are {', '.join(map(str, seeds))} (--seed)"
+    heads = sorted({head_name(r) for r in recs if r.regime == regime})
+    if heads:
+        return f"{what} for {mid}; its {regime} heads: {', '.join(heads)} (--a, --b: POOLING or POOLING@LAYER)"
+    regimes = sorted({r.regime for r in recs})
+    return f"{what} for {mid}; it has {', '.join(regimes) or 'no'} records (--regime)"
 
 
 @functools.lru_cache(maxsize=8)

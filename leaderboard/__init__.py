@@ -12,8 +12,22 @@ from __future__ import annotations
 import os
 from typing import Iterable
 
-from . import bands, board, data, disagreements, figures, findings, labels, overview, references, table, urlstate
-from .figures import compare, curves
+# pandas and plotly come with the app extra (requirements.txt installs them). Without them the package still
+# imports, so `python -m leaderboard` can say what to install (MISSING) instead of a traceback.
+INSTALL = "pip install -r requirements.txt (or, for the package, pip install -e '.[app]')"
+try:
+    from . import bands, board, data, disagreements, figures, findings, labels, overview, references, table, urlstate
+    from .figures import compare, curves
+except ModuleNotFoundError as exc:
+    if (exc.name or "").split(".")[0] not in ("pandas", "plotly"):
+        raise
+    MISSING: str | None = exc.name.split(".")[0]
+else:
+    MISSING = None
+
+
+def missing_message() -> str:
+    return f"the leaderboard needs {MISSING}, which is not installed: {INSTALL}"
 
 
 def views(model=None, task=None, pooling=None, regime=None, search: str | None = None,
@@ -32,6 +46,8 @@ def views(model=None, task=None, pooling=None, regime=None, search: str | None =
     computed once per records version and filter (board.py). Never raises on bad data: problems are listed
     and figures say what is missing.
     """
+    if MISSING:
+        raise ModuleNotFoundError(missing_message(), name=MISSING)
     b = board.current(paths, repo=repo)
     f = (model, task, pooling, regime)
     return {

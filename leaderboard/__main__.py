@@ -15,7 +15,7 @@ import sys
 
 from berteval.errors import BertevalError
 
-from .report import write_report
+from . import MISSING, missing_message
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -34,6 +34,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="one file: Plotly's JavaScript (4.8 MB) and every record inside the page, the disagreements "
                          "as a few per pair, no files beside it")
     args = ap.parse_args(argv)
+    if MISSING:  # installed without the app extra: one line saying what to install
+        print(f"error: {missing_message()}", file=sys.stderr)
+        return 2
+    from .report import write_report
+
     try:
         out, df, problems = write_report(args.out, args.files or None, args.title, repo=args.repo,
                                          data_dir=args.data_dir, self_contained=args.self_contained)

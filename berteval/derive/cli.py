@@ -34,8 +34,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", help="results root; artifacts go to <out>/encoders/<name>/ "
                                       "(default: $BERTEVAL_RESULTS or the committed leaderboard/results)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--dtype", choices=("fp32", "bf16"), default="fp32",
-                        help="fp32 (default); bf16 autocast only pays on CPUs with AMX or AVX512-BF16")
+    parser.add_argument("--dtype", choices=("fp32", "bf16", "auto"), default="fp32",
+                        help="fp32 (default); bf16 autocast only pays on CPUs with AMX or AVX512-BF16; auto: bf16 "
+                             "where it does (or the GPU has bf16), else fp32; derivation.json names what ran")
     parser.add_argument("--force", action="store_true", help="derive again even if the artifacts exist")
     parser.add_argument("--device", help="auto, cpu, cuda, cuda:N or mps (or $BERTEVAL_DEVICE)")
     parser.add_argument("--max-steps", type=int, help="train this many optimiser steps (instead of --epochs)")
@@ -87,7 +88,14 @@ def derive(args) -> tuple[int, Outcome | None]:
         raise BertevalError("derive from a plain model, not from a derived one")
     hyper = _hyper(recipe, args)
     data_dir = config.data_dir(args.data_dir) if hyper else None
-    ctx = Context(spec, data_dir, out, args.seed, hyper, args.dtype, not args.no_progress, args.stop_after_steps,
+    from .. import precision
+
+    dtype = precision.resolve(args.dtype)  # on the device chosen above; derivation.json names what ran
+    if dtype != args.dtype:
+        print(f"note: --dtype {args.dtype} runs {dtype} here", file=sys.stderr)
+    elif note := precision.emulated_bf16_note(dtype):
+        print(f"note: {note}", file=sys.stderr)
+    ctx = Context(spec, data_dir, out, args.seed, hyper, dtype, not args.no_progress, args.stop_after_steps,
                   _command_line(args))
     if args.max_steps is not None:
         if "epochs" not in hyper:

@@ -128,8 +128,9 @@ class RunReport:
     skipped: list[str] = field(default_factory=list)  # run ids already present
     planned: list[tuple["Cell", str, bool]] = field(default_factory=list)  # --plan: (cell, run id, present)
     notes: list[str] = field(default_factory=list)
-    encode_wall_s: float = 0.0
+    encode_wall_s: float = 0.0  # the encoder passes a regime makes once for every cell (features, hidden states)
     encoded_examples: int = 0
+    encoded_unit: str = "examples"  # what was counted: "examples" (sentences, pairs), "training windows" (SQuAD)
 
 
 class Run:

@@ -140,6 +140,13 @@ class _SpanRegime(CellRegime):
         return res, cfg, config
 
 
+def _encoded(run, windows: int, wall: float) -> None:
+    """The probe's one encoder pass over the training windows, in the run's report (what `run` prints)."""
+    run.report.encoded_examples += windows
+    run.report.encode_wall_s += wall
+    run.report.encoded_unit = "training windows"
+
+
 class SpanProbe(_SpanRegime):
     """The per-token span head on cached hidden states; with --pooling, a span head that reads one pooled
     vector of the window instead (`qa.vector`), to measure what a classifier's single vector loses."""
@@ -196,6 +203,7 @@ class SpanProbe(_SpanRegime):
             t0 = time.perf_counter()
             prep.state["hidden"] = hidden_states(run.model.tokenizer, model, windows, run.spec.dtype)
             prep.state["hidden_wall_s"] = round(time.perf_counter() - t0, 1)
+            _encoded(run, len(windows), time.perf_counter() - t0)
         head = SpanHead(torch.nn.Linear(model.config.hidden_size, 2))
         res, cfg, config = self.train(prep, cell, run_id, head, WindowSet(windows),
                                       hidden_collate(prep.state["hidden"], windows), lambda m, b: m(**b))
@@ -223,6 +231,7 @@ class SpanProbe(_SpanRegime):
             state["vectors"] = pooled_windows(run.model, windows, state["poolings"], run.spec.dtype)
             state["masks"] = position_masks(windows, max_length)  # (W, L)
             state["vectors_wall_s"] = round(time.perf_counter() - t0, 1)
+            _encoded(run, len(windows), time.perf_counter() - t0)
         torch.manual_seed(cell.seed)  # the head's initialisation; batches use their own generators
         vectors = state["vectors"][cell.pooling]  # (W, width)
         head = VectorSpanHead(vectors.shape[1], max_length)

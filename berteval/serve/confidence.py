@@ -31,6 +31,26 @@ def calibration_file(run_id: str) -> str:
     return f"{FOLDER}/squad-{run_id}.json"
 
 
+# What differs between two runs that measured the same calibration: kept out of the comparison in `save`.
+VOLATILE = ("wall_s",)
+
+
+def save(store: Store, out: dict) -> tuple[str, bool]:
+    """Write the calibration `out` of head `out["head_run_id"]` unless the file already holds the same one (every
+    field but the VOLATILE ones equal): rerunning the README's command leaves a clone's committed file as it
+    is. Returns (its path under the results root, whether it was written)."""
+    rel = calibration_file(out["head_run_id"])
+    if store.has_file(rel):
+        try:
+            before = json.loads(store.inside(rel).read_text())
+        except (OSError, ValueError):  # unreadable: replaced by the new measurement
+            before = None
+        same = lambda d: {k: v for k, v in d.items() if k not in VOLATILE}  # noqa: E731
+        if isinstance(before, dict) and same(before) == same(out):
+            return rel, False
+    return store.write_json(rel, out), True
+
+
 def load(run_id: str | None, store: Store | None = None) -> dict | None:
     """The calibration of the head `run_id` (None: no committed file for it, or no run id)."""
     if not run_id:
@@ -98,11 +118,12 @@ def main(argv: list[str] | None = None) -> int:
                "command": f"python -m berteval.serve.confidence --data-dir ../shared/data --per-half {args.per_half}"
                           + (f" --model {args.model}" if args.model != models.DEFAULT else "")
                           + (f" --seed {args.seed}" if args.seed else "")}
-        rel = store.write_json(calibration_file(rec.run_id), out)
+        rel, written = save(store, out)
     except BertevalError as exc:
         parser.exit(2, f"error: {exc}\n")
     print(json.dumps(out, indent=1))
-    print(f"written: {rel} under {store.root}")
+    print(f"written: {rel} under {store.root}" if written else
+          f"unchanged: {rel} under {store.root} already holds this calibration (only the wall time differs); kept")
     return 0
 
 
