@@ -27,12 +27,13 @@ EXAMPLES = """examples:
       --data-dir ../shared/data --out leaderboard/results
   python -m berteval run --task sst2 --pooling cls,mean --layers -1,-2,3 --data-dir ../shared/data
   python -m berteval run --task sst2 --limit-train 2000 --seeds 0 --data-dir ../shared/data --out /tmp/r
-  python -m berteval run --task sst2 --pooling cls,mean --train-sizes 32,512,full --seeds 0,1,2,3,4 \
+  python -m berteval run --task sst2 --pooling cls,mean --train-sizes 32,512,full --seeds 0,1,2,3,4 \\
       --data-dir ../shared/data
-  python -m berteval run --task squad --model default --regime finetune --seeds 0 --data-dir ../shared/data \
+  python -m berteval run --task squad --model default --regime finetune --seeds 0 --data-dir ../shared/data \\
       --out leaderboard/results
-  python -m berteval run --task squad --regime finetune-lora-plus --folds 2 --seeds 0 --data-dir ../shared/data \
-      --out leaderboard/results   # the demo QA head and its k-fold estimate
+  python -m berteval run --task squad --regime finetune-lora-plus --train-set full --dtype bf16 --seeds 0 \\
+      --epochs 1 --no-activation-checkpointing --data-dir ../shared/data --out leaderboard/results   # the demo QA head
+  python -m berteval run --task mrpc --pooling cls,pooler,mean,bi-mean --seeds 0,1,2 --data-dir ../shared/data
   python -m berteval derive default+nsp-pooler --data-dir ../shared/data
   python -m berteval run --task nsp --model default+nsp-pooler --regime pretrained --data-dir ../shared/data
   python -m berteval ls
@@ -51,7 +52,8 @@ def _parser() -> argparse.ArgumentParser:
 
     ap = argparse.ArgumentParser(
         prog="python -m berteval",
-        description="Score BERT heads and pooling choices on SST-2, SQuAD and NSP; write typed result records.",
+        description=f"Score BERT heads and pooling choices on {', '.join(t.display_name for t in TASKS.values())}; "
+                    f"write typed result records.",
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
