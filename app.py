@@ -18,6 +18,7 @@ import logging
 import os
 import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -29,6 +30,7 @@ import torch  # noqa: E402
 
 import leaderboard  # noqa: E402
 from berteval import markup, precision, serve  # noqa: E402
+from berteval.serve import budget, guard  # noqa: E402
 from berteval.errors import BertevalError  # noqa: E402
 from berteval.qa import DEFAULTS as QA  # noqa: E402
 from leaderboard.figures import qa_logits  # noqa: E402
@@ -40,6 +42,12 @@ HEADS = ("cls", "pooler", "mean")  # the three vectors a sentence classifier can
 # One request per core: each runs torch on one thread, so two requests use both cores of
 # this machine instead of fighting over them (intra-op threads on a tiny input mostly spin).
 CONCURRENCY = int(os.environ.get("BERTEVAL_APP_CONCURRENCY", "2"))
+# Each action has its own lane of Gradio's queue (concurrency_id), so a burst of one (eight 10-window answers)
+# cannot hold the others back. Answer runs more at once than it has cores: its long contexts wait in
+# serve.budget's heavy lane (2 computing, 8 admitted), so a short answer always has a free slot beside them
+# and the OS shares the cores between them instead of queueing the short one behind 20 s of long ones.
+LANES = {"classify": CONCURRENCY, "answer": budget.HEAVY_ADMITTED + 2 * CONCURRENCY, "next_sentence": CONCURRENCY,
+         "inside": CONCURRENCY}
 TORCH_THREADS = int(os.environ.get("BERTEVAL_APP_THREADS", "1"))
 # Classify and Answer run on the fp32 weights, or on a bf16 copy where the host's speed matters more than the
 # last digit: bf16 weights made the QA pass 2.6x faster on an AMX Xeon and 1.6x here, and changed 3 of 400 SQuAD
@@ -47,15 +55,21 @@ TORCH_THREADS = int(os.environ.get("BERTEVAL_APP_THREADS", "1"))
 SERVE_DTYPE = os.environ.get("BERTEVAL_APP_DTYPE", "fp32")
 if SERVE_DTYPE not in precision.DTYPES:
     raise SystemExit(f"BERTEVAL_APP_DTYPE={SERVE_DTYPE!r}: use fp32 (the default) or bf16")
-QUEUE_SIZE = 64
+# Requests waiting, all lanes together: 100 visitors pressing Classify at once all wait (each ~50 ms) rather
+# than 36 of them being refused; past it the browser says "This application is currently busy".
+QUEUE_SIZE = 256
 N_BEST_SHOWN = 10
 # What the page promises, stated on it (the numbers are the ones enforced: serve.LIMITS, the queue below).
-QA_LIMITS = (f"Contexts up to {serve.LIMITS['context']:,} characters; one longer than a {QA.max_length}-token window "
-             f"is read in overlapping windows ({QA.doc_stride} tokens shared) and the best span of any window wins.")
-SERVING = (f"Served by one queue: {CONCURRENCY} requests at a time per action, up to {QUEUE_SIZE} waiting; "
-           f"Classify and Answer on {'a bf16 copy of the' if SERVE_DTYPE == 'bf16' else 'the fp32'} weights. Input "
+QA_LIMITS = (f"Contexts up to {serve.LIMITS['context']:,} characters and {budget.MAX_WINDOWS} windows; one longer "
+             f"than a {QA.max_length}-token window is read in overlapping windows ({QA.doc_stride} tokens shared) and "
+             f"the best span of any window wins.")
+SERVING = (f"Served by one queue with a lane per action: {CONCURRENCY} requests at a time per action (Answer: "
+           f"{LANES['answer']}, of which {budget.HEAVY_RUNNING} long contexts computing), up to {QUEUE_SIZE} waiting; "
+           f"Classify and Answer on {'a bf16 copy of the' if SERVE_DTYPE == 'bf16' else 'the fp32'} weights. Work "
+           f"per request: each encoder reads at most 128 tokens of a sentence (longer text is cut, and the page "
+           f"says so), an answer at most {budget.MAX_WINDOWS} windows of {QA.max_length} tokens. Input "
            f"limits: sentence {serve.LIMITS['sentence']:,} characters, question {serve.LIMITS['question']:,}, "
-           f"context {serve.LIMITS['context']:,}; longer input is refused with a message.")
+           f"context {serve.LIMITS['context']:,}; longer input is refused with a message. No file uploads.")
 NBEST_COLUMNS = ["rank", "answer", "probability", "start + end logit", "characters", "window"]
 EMPTY_NBEST = pd.DataFrame(columns=NBEST_COLUMNS)
 # The page shows the columns a reader compares, numbers rounded; the CSV download keeps every column.
@@ -68,15 +82,18 @@ CSV_DIR = Path(tempfile.gettempdir()) / "berteval-app"
 
 # System fonts: Gradio's bundled Source Sans Pro SemiBold lacks most capitals, so bold text mixed two fonts
 # ("BERT" drawn with a small B); one system stack renders every weight from one family, offline too.
-THEME = gr.themes.Default(font=("ui-sans-serif", "system-ui", "sans-serif"))
+# Help text under a control (the Encoder box's `info`) in Gradio's default, neutral-400 at 12 px, is about 1.9:1 on
+# white; WCAG AA asks 4.5:1 for body text. neutral-600 is about 7.5:1, and 14 px reads without zooming.
+THEME = gr.themes.Default(font=("ui-sans-serif", "system-ui", "sans-serif")).set(
+    block_info_text_color="*neutral_600", block_info_text_color_dark="*neutral_300", block_info_text_size="*text_md")
 CSS = """
 .berteval-status { border: 1px solid #e5a50a; background: #fff8e1; border-radius: 6px; padding: 8px 12px; }
 .berteval-status p { margin: 0; color: #5c4400; }
 .berteval-note p { color: #555; font-size: 0.92em; }
 /* The answer inside its context reads as running text: Gradio lays each span out as its own flex item
    (the answer jumps to a line of its own) and breaks words anywhere ("na|me"). */
-#qa-highlight .textfield { display: block; word-break: normal; overflow-wrap: anywhere; }
-#qa-highlight .token-container, #qa-highlight .token { display: inline; }
+#qa-highlight .textfield, #qa-whole .textfield { display: block; word-break: normal; overflow-wrap: anywhere; }
+#qa-highlight .token-container, #qa-highlight .token, #qa-whole .token-container, #qa-whole .token { display: inline; }
 /* The heads side by side: a header or a verdict wraps between words, never inside one ("P(paraphra|se)"). */
 #classify-compare th, #classify-compare td { word-break: normal !important; overflow-wrap: normal !important; }
 #classify-compare td:not(:last-child), #classify-compare th:not(:last-child) { white-space: nowrap; }
@@ -141,6 +158,7 @@ def _shown(*empty, md: tuple[int, ...] = ()):
                 message = "Something went wrong on the server while answering; it was logged. Try again, or " \
                           "another input."
             return (*empty, _status(f"⚠️ {message}"))
+        run.empty = empty  # what the tab shows with no answer (also when an input changes: `_wire`)
         return run
     return wrap
 
@@ -219,24 +237,92 @@ def classify(model_text: str, sentence: str, pooling: str, task: str = "sst2", s
         raise BertevalError(f"no {t.label} head reads `{pooling}` for {clf.model.model_id}; "
                             f"available: {', '.join(heads) or 'none'}.")
     what = "pairs" if t.pair else "sentences"
-    about = _notes(reading) + _classify_head(clf, t, pooling, what)
+    head = heads[pooling]
+    unknown = reading is not None and reading.mostly_unknown  # said in the answer line itself, not again below it
+    about = (_answer_line(t, head, values[pooling], reading) + (_cut(reading) if unknown else _notes(reading))
+             + _classify_head(clf, t, pooling, what))
     if pooling == "pooler":
         about += f"\n\n**This model's pooler** is {clf.model.heads.pooler_provenance}."
+    about += _best_elsewhere(t, head)
+    return _big_answer(t, head, values[pooling], reading), about, _compare_table(t, heads, values)
+
+
+def _at_chance(head: serve.TaskHead) -> bool:
+    return head.baseline is not None and not head.baseline.beaten
+
+
+def _verdict(t, value: float) -> str:
     if t.regression:
         low, high = t.score_range
-        label = f"similarity {min(max(values[pooling], low), high):.2f} of {high:g}"
-        rows = "\n".join(f"| `{h}` | {values[h]:.2f} | {heads[h].figures()} |" for h in heads)
-        compare = (f"**The same pair under every head** (one forward pass feeds all of them; scores outside "
-                   f"{low:g}-{high:g} are shown as computed and clipped above):\n\n"
-                   "| head reads | score (0-5) | its dev figures |\n|---|---|---|\n" + rows)
-        return label, about, compare
+        return f"similarity {min(max(value, low), high):.2f} of {high:g}"
     no, yes = t.labels
-    p = values[pooling]
-    rows = "\n".join(f"| `{h}` | {values[h]:.3f} | {yes if values[h] >= 0.5 else no} | {heads[h].figures()} |"
-                     for h in heads)
-    compare = (f"**The same {'pair' if t.pair else 'sentence'} under every head** (one forward pass feeds all of "
-               f"them):\n\n| head reads | P({yes}) | verdict | its dev figures |\n|---|---|---|---|\n" + rows)
-    return {yes: p, no: 1.0 - p}, about, compare
+    return yes if value >= 0.5 else no
+
+
+def _big_answer(t, head: serve.TaskHead, value: float, reading):
+    """The answer in large type: none for an input that is mostly [UNK] (the head read almost nothing of it), and
+    for a head no better than the majority class the verdict says so itself."""
+    if reading is not None and reading.mostly_unknown:
+        return None
+    suffix = " · at chance" if _at_chance(head) else ""
+    if t.regression:
+        return _verdict(t, value) + suffix
+    no, yes = t.labels
+    return {yes + suffix: value, no + suffix: 1.0 - value}
+
+
+def _answer_line(t, head: serve.TaskHead, value: float, reading) -> str:
+    """The answer in words, first: with what the head is worth said in the same sentence where it is worth little
+    (no better than the majority class or chance), or where the input was mostly [UNK]."""
+    verdict = _verdict(t, value)
+    shown = f"score {value:.2f}" if t.regression else f"P({verdict}) = {max(value, 1.0 - value):.2f}"
+    answer = f"**Answer: {verdict}**" + ("" if t.regression else f" ({shown})")
+    base = head.baseline
+    if reading is not None and reading.mostly_unknown:
+        return (f"⚠️ **No answer for this input:** it is mostly `[UNK]` to this model, which read almost nothing of "
+                f"it; the head's output ({shown}) is what any such text gets.\n\n")
+    if base is None:
+        return answer + ".\n\n"
+    if not base.beaten:
+        figure = f"{head.dev_value:.3f}" if head.dev_value <= 1 else f"{head.dev_value:.1f}"
+        return (f"⚠️ {answer}, **but this head is no better than {base.what}**: its dev figure {figure} against "
+                f"{base.value:.3f} for {base.what} (one-sided exact McNemar test on the same {head.n_eval:,} dev examples, "
+                f"p = {base.p_value:.2f}), so this verdict says next to nothing about the input.\n\n")
+    against = (f"beats chance (Pearson {head.dev_value:.1f} of 100 on dev; 0 is chance, 100 perfect)"
+               if t.regression else f"beats {base.what} ({head.dev_value:.3f} against {base.value:.3f} on dev, "
+                                    f"p = {base.p_value:.2g})")
+    return f"{answer}: this head {against}.\n\n"
+
+
+def _best_elsewhere(t, head: serve.TaskHead) -> str:
+    """Where the served head is not the best the records measure: which is, and why it does not answer here."""
+    best = serve.best_measured(t.name)
+    if best is None or best.regime == "probe" or best.mean <= head.mean_main:
+        return ""
+    figure = f"{best.mean:.3f}" if best.mean <= 1 else f"{best.mean:.1f}"
+    return (f"\n\n**The best measured {t.label} head** is a fine-tune of {best.model} reading `{best.pooling}` "
+            f"({figure} mean over {best.n_seeds} seeds; see the leaderboard). It does not answer here: a fine-tune "
+            f"trains the whole encoder (90 MB) and keeps no weights to serve, so the page serves the committed probes.")
+
+
+def _compare_table(t, heads: dict, values: dict) -> str:
+    """The same input under every head, each with its dev figures and whether it beats the majority class."""
+    def beats(h) -> str:
+        return "–" if h.baseline is None else ("yes" if h.baseline.beaten else "**no**")
+
+    subject = "pair" if t.pair else "sentence"
+    if t.regression:
+        low, high = t.score_range
+        rows = "\n".join(f"| `{h}` | {values[h]:.2f} | {heads[h].figures()} | {beats(heads[h])} |" for h in heads)
+        return (f"**The same pair under every head** (one forward pass feeds all of them; scores outside "
+                f"{low:g}-{high:g} are shown as computed and clipped above):\n\n"
+                "| head reads | score (0-5) | its dev figures | beats chance? |\n|---|---|---|---|\n" + rows)
+    no, yes = t.labels
+    rows = "\n".join(f"| `{h}` | {values[h]:.3f} | {yes if values[h] >= 0.5 else no} | {heads[h].figures()} | "
+                     f"{beats(heads[h])} |" for h in heads)
+    return (f"**The same {subject} under every head** (one forward pass feeds all of them; a head that does not beat "
+            f"the majority class says little):\n\n| head reads | P({yes}) | verdict | its dev figures | beats the "
+            f"majority class? |\n|---|---|---|---|---|\n" + rows)
 
 
 def classify_inputs(task: str):
@@ -269,7 +355,7 @@ def _confidence_line(conf) -> str:
             f"precision {cal['precision']:.3f}, recall {cal['recall']:.3f}).")
 
 
-@_shown(None, EMPTY_NBEST, None, "", "", md=(3, 4))
+@_shown(None, EMPTY_NBEST, None, "", "", None, md=(3, 4))
 def answer(model_text: str, question: str, context: str):
     name = serve.model_name(model_text)
     q = serve.check_text(question, "question")
@@ -281,7 +367,10 @@ def answer(model_text: str, question: str, context: str):
     conf = serve.confidence_of(qa_model, ans)
     unlikely = conf is not None and conf.in_text is False
     entity = "best span, " + NOT_IN_TEXT if unlikely else "answer"
-    highlighted = {"text": ctx, "entities": [{"entity": entity, "start": best.start_char, "end": best.end_char}]}
+    whole = {"text": ctx, "entities": [{"entity": entity, "start": best.start_char, "end": best.end_char}]}
+    shown, shift = serve.qa.excerpt(ctx, best.start_char, best.end_char)  # the answer in a window of its context
+    highlighted = {"text": shown, "entities": [{"entity": entity, "start": best.start_char + shift,
+                                                "end": best.end_char + shift}]}
     nbest = pd.DataFrame([[i + 1, c.text, round(c.probability, 4), round(c.score, 2), f"{c.start_char}–{c.end_char}",
                            c.window + 1] for i, c in enumerate(ans.nbest[:N_BEST_SHOWN])], columns=NBEST_COLUMNS)
     fig = qa_logits.start_end_logits(ans.tokens, ans.start_logits, ans.end_logits, best.start_token, best.end_token,
@@ -297,7 +386,9 @@ def answer(model_text: str, question: str, context: str):
     about = f"{head} The context was read in {windows}.\n\n**Head:** {qa_model.source}"
     if qa_model.run_id:  # a committed head with its own dev figure: the published ones beside it
         about += f"\n\n{squad_scale()}"
-    return highlighted, nbest, fig, about, _confidence_line(conf)
+    if shown != ctx:
+        about += f"\n\nThe answer is shown with {serve.qa.EXCERPT_AROUND} characters around it; the whole context is below."
+    return highlighted, nbest, fig, about, _confidence_line(conf), whole
 
 
 # --- Next sentence ------------------------------------------------------------------------------------
@@ -358,7 +449,7 @@ def next_sentence(model_text: str, a: str, b: str):
 
 def _inside_markdown(r) -> str:
     t, h = r.last_hidden_state_shape[1], r.last_hidden_state_shape[-1]
-    lines = [_notes(r.reading) + f"**{r.model_id}**, {t} tokens: `{' '.join(r.tokens)}`", "",
+    lines = [_notes(r.reading) + f"**{r.model_id}**, {t} tokens: {markup.code_span(' '.join(r.tokens))}", "",
              "| output | shape | what it is |", "|---|---|---|",
              f"| `last_hidden_state` | `{r.last_hidden_state_shape}` | one {h}-d vector per token: what span QA "
              f"reads (two logits each) |"]
@@ -383,7 +474,7 @@ def _inside_markdown(r) -> str:
 
 def _top(tokens: list[str], values: list[float]) -> str:
     i = max(range(len(values)), key=values.__getitem__)
-    return f"`{tokens[i]}` ({values[i]:.2f})"
+    return f"{markup.code_span(tokens[i])} ({values[i]:.2f})"
 
 
 def _heads_markdown(r) -> str:
@@ -413,7 +504,7 @@ def _heads_markdown(r) -> str:
     if r.mlm_head is not None and r.mlm_head.predictions:
         lines.append("")
         for pos, top in r.mlm_head.predictions:
-            guesses = ", ".join(f"`{t}` {p:.3f}" for t, p in top)
+            guesses = ", ".join(f"{markup.code_span(t)} {p:.3f}" for t, p in top)
             lines.append(f"- `{r.mlm_head.mask_token}` at token {pos}: {guesses}")
     if r.qa_head is not None or r.nsp_head is not None:
         lines.append("")
@@ -488,6 +579,7 @@ def _count_line(table: pd.DataFrame, matched: int, search: str | None) -> str:
 def board(model, task, pooling, regime, search):
     """The first view (one compact view per task), the count line, the table and its CSV, and the k-fold
     estimates, for the filters: each computed once per records version (leaderboard.board)."""
+    search = _check_search(search)
     b = leaderboard.board.current()
     f = _filters(model, task, pooling, regime)
     tab = b.table(*f, search=search or None)
@@ -560,10 +652,39 @@ def board_context(model, task, pooling, regime):
         return "⚠️ Findings could not be written (the server log has the reason).", EMPTY_REFS
 
 
+# A visitor's search and a link's parameters are untrusted and echoed back: bounded before anything reads them.
+SEARCH_CHARS = 200
+URL_VALUES = 16  # distinct values kept per query parameter (no filter has more choices)
+URL_VALUE_CHARS = SEARCH_CHARS + 1  # one more than the search may hold: a longer one is noted, not cut
+
+
+def _check_search(search: str | None) -> str | None:
+    if search and len(search) > SEARCH_CHARS:
+        raise BertevalError(f"The search has {len(search):,} characters; the limit is {SEARCH_CHARS}. Shorten it.")
+    return search or None
+
+
+def _bounded_query(query) -> dict[str, list[str]]:
+    """A request's query as {key: its distinct values}: a key repeated 900 times counts once per value, at most
+    URL_VALUES values per key, each cut to URL_VALUE_CHARS characters."""
+    if not query:
+        return {}
+    out = {}
+    for key in dict.fromkeys(query.keys()):
+        values = query.getlist(key) if hasattr(query, "getlist") else query.get(key)
+        values = [values] if isinstance(values, str) else [v for v in (values or []) if isinstance(v, str)]
+        out[key] = list(dict.fromkeys(v[:URL_VALUE_CHARS] for v in values))[:URL_VALUES]
+    return out
+
+
 def board_from_url(request: gr.Request):
     """Page load: a link with leaderboard query parameters opens the tab on that view (filters set from the URL)."""
-    choices = leaderboard.board.current().choices if request is not None and request.query_params else None
-    state = leaderboard.urlstate.from_query(getattr(request, "query_params", None), choices or {})
+    query = _bounded_query(getattr(request, "query_params", None))
+    choices = leaderboard.board.current().choices if query else None
+    state = leaderboard.urlstate.from_query(query, choices or {})
+    if len(state["search"]) > SEARCH_CHARS:
+        state["search"], state["notes"] = "", [*state["notes"], f"the link's search is longer than {SEARCH_CHARS} "
+                                                                f"characters: it is ignored"]
     if not state["shared"]:
         return (gr.skip(), *(gr.skip() for _ in leaderboard.urlstate.FILTERS), gr.skip(), False, "")
     drops = [gr.update(choices=["all", *choices[f]], value=state["filters"][f]) for f in leaderboard.urlstate.FILTERS]
@@ -593,6 +714,9 @@ def disagree(model, task, regime, seed, head_a, head_b):
     texts where the data is found as the docs' commands find it ($BERTEVAL_DATA, else ../shared/data beside the
     clone, else the Hugging Face Hub, as on a Space); the messages speak to a visitor, never of command-line
     options."""
+    if not all(v is None or isinstance(v, str) for v in (model, task, regime, seed, head_a, head_b)):
+        return ("Pick one model, one task and one regime in the filters above, a seed, and two heads.",
+                pd.DataFrame())  # an API caller's list or number: refused before anything reads it
     df = leaderboard.board.current().frame
     summary, table = leaderboard.disagreements.view(df, _filter(task), _filter(model), _filter(regime), seed, head_a,
                                                     head_b, data_dir=leaderboard.disagreements.texts_dir(), limit=25,
@@ -614,7 +738,18 @@ def _status_box(key: str) -> gr.Markdown:
 def _wire(key: str, button: gr.Button, fn, inputs: list, outputs: list, api_name: str) -> None:
     """The tab's examples (filling the inputs after the model box) and its button, wired to `fn`."""
     gr.Examples(EXAMPLES[key], inputs[1:], label="Examples", elem_id=f"{key}-examples")
-    button.click(fn, inputs, outputs, api_name=api_name)
+    button.click(fn, inputs, outputs, api_name=api_name, concurrency_id=api_name,
+                 concurrency_limit=LANES[api_name])
+    # An answer on the page belongs to the inputs shown: any change of an input (the encoder, the task, the
+    # reading, the text, an example picked) empties the outputs and hides the message box. A server call that
+    # loads nothing and skips the queue (Gradio 6.31's browser-only js events set no output values).
+    gr.on([c.change for c in inputs], functools.partial(_cleared, fn), None, outputs, queue=False,
+          show_progress="hidden", api_visibility="private")
+
+
+def _cleared(fn) -> tuple:
+    """A tab's outputs emptied (the handler's own empty values, `_shown`) and its message box hidden."""
+    return (*fn.empty, _status())
 
 
 def _classify_tab(model_box: gr.Dropdown) -> None:
@@ -650,17 +785,20 @@ def _answer_tab(model_box: gr.Dropdown) -> None:
             context = gr.Textbox(label="Context", lines=7, elem_id="qa-context")
             go_answer = gr.Button("Answer", variant="primary")
         with gr.Column():
-            highlighted = gr.HighlightedText(label="Answer in the context",
-                                             color_map={"answer": "#2ca02c", f"best span, {NOT_IN_TEXT}": "#bbbbbb"},
+            colours = {"answer": "#2ca02c", f"best span, {NOT_IN_TEXT}": "#bbbbbb"}
+            highlighted = gr.HighlightedText(label="Answer in the context (the part around it)", color_map=colours,
                                              show_inline_category=False, elem_id="qa-highlight")
             qa_about = gr.Markdown(elem_id="qa-about")
+            with gr.Accordion("The whole context, with the span marked", open=False, elem_id="qa-whole-box"):
+                whole = gr.HighlightedText(show_label=False, color_map=colours, show_inline_category=False,
+                                           elem_id="qa-whole")
     qa_status = _status_box("qa")
     qa_confidence = gr.Markdown(elem_id="qa-confidence")
     nbest = gr.Dataframe(EMPTY_NBEST, label="n-best answers", interactive=False, wrap=True, elem_id="qa-nbest",
                          column_widths=["7%", "45%", "13%", "15%", "12%", "8%"])
     qa_plot = gr.Plot(label="Start and end logits", elem_id="qa-logits")
     _wire("qa", go_answer, answer, [model_box, question, context],
-          [highlighted, nbest, qa_plot, qa_about, qa_confidence, qa_status], "answer")
+          [highlighted, nbest, qa_plot, qa_about, qa_confidence, whole, qa_status], "answer")
 
 
 def _nsp_tab(model_box: gr.Dropdown) -> None:
@@ -837,8 +975,31 @@ def build_demo() -> gr.Blocks:
 # for the last 10,000 sessions by default: the server grew by ~25 MB per 100-request burst, toward 3 GB. The page
 # keeps no gr.State, so an evicted session loses nothing a visitor sees.
 SESSIONS_KEPT = 256
-LAUNCH = dict(ssr_mode=False, show_error=True, theme=THEME, css=CSS, footer_links=["api", "gradio"],
-              state_session_capacity=SESSIONS_KEPT)
+
+
+class _Launch(Mapping):
+    """`launch`'s keyword arguments. Uploads: the page has no upload control, so `guard.NoUploads` refuses Gradio's
+    upload route and `max_file_size` bounds it anyway. A Mapping, not a dict: Gradio adds its own entries to the
+    `app_kwargs` it is given, so each `**LAUNCH` hands out a fresh one (the tests launch the page many times)."""
+
+    _fixed = dict(ssr_mode=False, show_error=True, theme=THEME, css=CSS, footer_links=["api", "gradio"],
+                  state_session_capacity=SESSIONS_KEPT, max_file_size="1kb")
+
+    def __getitem__(self, key):
+        if key == "app_kwargs":
+            from starlette.middleware import Middleware
+
+            return {"middleware": [Middleware(guard.NoUploads)]}
+        return self._fixed[key]
+
+    def __iter__(self):
+        return iter([*self._fixed, "app_kwargs"])
+
+    def __len__(self) -> int:
+        return len(self._fixed) + 1
+
+
+LAUNCH = _Launch()
 
 
 def options(argv: list[str] | None = None) -> argparse.Namespace:

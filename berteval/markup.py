@@ -61,6 +61,16 @@ def code(value) -> str:
     return neutral(str(value)).replace("`", "ʼ").replace("\n", " ")
 
 
+def code_span(value) -> str:
+    """`value` as one Markdown code span, shown exactly (backticks included): fenced by one more backtick than its
+    longest run of them, padded with a space where it starts or ends with one (CommonMark strips one space each
+    side); no tags (`neutral`), on one line."""
+    text = neutral(str(value)).replace("\n", " ")
+    fence = "`" * (max((len(r) for r in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
 def redact_paths(text: str | None) -> str:
     """`text` with no absolute server path: one inside the repository becomes relative to it, any other becomes
     `…/<last part>` (a page's messages name the file a visitor can act on, never the server's layout)."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import html
+import logging
 import os
 import re
 import threading
@@ -161,6 +162,9 @@ def view(df: pd.DataFrame, task, model, regime, seed, head_a: str, head_b: str, 
     except BertevalError as exc:
         return f"⚠️ {words(str(exc))}", EMPTY
     except Exception as exc:  # noqa: BLE001: a view never raises into the UI
+        if visitor:  # a page's caller gets no exception text (issue 42): the log keeps it
+            logging.getLogger("berteval.app").exception("disagreement view failed")
+            return "⚠️ These heads could not be compared (the server log has the reason).", EMPTY
         return f"⚠️ could not compare these heads: {type(exc).__name__}: {exc}", EMPTY
     counts = d.mcnemar_counts()
     summary = f"**{d.header()}** ({task_name(task)}, {regime_name(regime)}, {short_name(model)}, seed {seed}, " \

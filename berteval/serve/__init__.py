@@ -18,14 +18,16 @@ from dataclasses import dataclass
 
 from .. import models
 from ..errors import BertevalError
+from ..qa import DEFAULTS as QA_DEFAULTS
 from ..qa import confidence as qa_confidence
 from ..qa import inference as qa_inference
-from . import confidence, inside, nsp, qa, quick, reading, task_heads
+from ..qa.windows import make_windows
+from . import budget, confidence, inside, nsp, qa, quick, reading, task_heads
 
 DEFAULT_MODEL = models.DEFAULT
-# Input limits in characters. Beyond the model's max length text is truncated (or, for a
-# QA context, split into doc-stride windows, each a forward pass), so these bound the
-# work one request can cause, not what the model can read.
+# Input limits in characters: they bound the tokenizer's pass only. The model's work is bounded in tokens and
+# windows (`budget`): text past a head's max length is cut, a QA context needing more than budget.MAX_WINDOWS
+# windows is refused.
 LIMITS = {"sentence": 1000, "question": 500, "context": 10000, "model": 200}
 
 TaskHead = task_heads.TaskHead
@@ -165,6 +167,19 @@ def classify(name: str, text, poolings, dtype: str = "fp32", task: str = "sst2",
     return clf, task_heads.outputs(clf.model, heads, text, dtype), read
 
 
+def best_measured(task: str) -> task_heads.BestMeasured | None:
+    """The best head the committed records measure for `task`, read once per version of its records file."""
+    from ..store import Store
+
+    path = Store().records_path(task)
+    return _best_measured(task, path.stat().st_mtime_ns if path.is_file() else 0)
+
+
+@functools.lru_cache(maxsize=16)
+def _best_measured(task: str, version: int) -> task_heads.BestMeasured | None:
+    return task_heads.best_measured(task)
+
+
 @functools.lru_cache(maxsize=4)
 def qa_model(name: str = models.DEFAULT) -> qa_inference.QAModel:
     """The default model's best committed LoRA adapter; another checkpoint's own trained QA head."""
@@ -175,8 +190,16 @@ def qa_model(name: str = models.DEFAULT) -> qa_inference.QAModel:
 
 def answer(name: str, question: str, context: str,
            dtype: str = "fp32") -> tuple[qa_inference.QAModel, qa_inference.Answer]:
+    """The n-best answers; a context of more than budget.MAX_WINDOWS windows is refused before the model runs,
+    and one of more than budget.LIGHT_WINDOWS runs in the heavy lane (a short one never waits for it)."""
     model = qa_model(name)
-    return model, qa_inference.answer(model, question, context, dtype=dtype)
+    settings = qa_inference.fitted(QA_DEFAULTS, model.model)
+    n_windows = len(make_windows(model.tokenizer, [question], [context], max_length=settings.max_length,
+                                 doc_stride=settings.doc_stride))  # tokenizing only: milliseconds
+    n_tokens = len(model.tokenizer(context, add_special_tokens=False, verbose=False)["input_ids"])
+    budget.check_windows(n_windows, n_tokens, settings.max_length)
+    with budget.lane(n_windows):
+        return model, qa_inference.answer(model, question, context, settings, dtype=dtype)
 
 
 @dataclass

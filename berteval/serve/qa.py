@@ -123,3 +123,23 @@ def demo_model(name: str = models.DEFAULT, store: Store | None = None) -> QAMode
                             f"../shared/data")
     return dataclasses.replace(load_adapter(store.inside(rec.config["adapter_dir"])), source=head_text(rec),
                                run_id=rec.run_id)
+
+
+# The answer is shown in a window of its context, not in all of it: a 9,594-character context made a 5,697 px
+# page with the answer 3,700 px down. The whole context stays one click away (app.py).
+EXCERPT_AROUND = 400  # characters shown on each side of the answer span
+
+
+def excerpt(context: str, start: int, end: int, around: int = EXCERPT_AROUND) -> tuple[str, int]:
+    """(the part of `context` around the span [start, end), cut at spaces and marked "… " / " …" where cut; how
+    far the excerpt's text is shifted from the context's offsets: span offsets in the excerpt are offset + these)."""
+    lo, hi = max(0, start - around), min(len(context), end + around)
+    if lo > 0:  # start at a word: after the first space past the cut, unless that reaches the answer
+        space = context.find(" ", lo, start)
+        lo = space + 1 if space != -1 else lo
+    if hi < len(context):
+        space = context.rfind(" ", end, hi)
+        hi = space if space != -1 else hi
+    head = "… " if lo > 0 else ""
+    tail = " …" if hi < len(context) else ""
+    return head + context[lo:hi] + tail, len(head) - lo

@@ -67,6 +67,17 @@ def page_task(name: str) -> PageTask:
                             f"{name!r} is none of them.") from None
 
 
+@dataclass(frozen=True)
+class Baseline:
+    """What a head must beat to say anything: always answering the dev set's majority class (a classifier,
+    compared on the same dev examples by an exact McNemar test), or chance, Pearson 0 (a score)."""
+
+    what: str  # in words: "always answering “paraphrase”", "chance (Pearson 0)"
+    value: float  # the baseline's dev figure in the head's own metric (0-1 accuracy, or x100 Pearson)
+    p_value: float  # the head against it: McNemar (classifier) or the correlation's test (score), one-sided
+    beaten: bool  # the head's dev figure is above it and the difference is not chance (p < 0.05)
+
+
 @dataclass
 class TaskHead:
     """One affine head on one pooled vector: committed by a run, or a quick probe trained here on demand."""
@@ -84,6 +95,7 @@ class TaskHead:
     seed: int = 0
     run_id: str | None = None  # the committed record behind it; None for a quick probe
     n_eval: int = 0
+    baseline: Baseline | None = None  # None: not measured (a quick probe, a record without its predictions)
 
     @property
     def dev_value(self) -> float:
@@ -98,6 +110,70 @@ class TaskHead:
         over 3 seeds 44.9" (a 0-100 metric in its own figures' precision)."""
         name = METRICS[self.main_metric].label if self.main_metric in METRICS else self.main_metric
         return f"mean {name} over {self.n_seeds} seeds {_number(self.mean_main)}"
+
+
+SIGNIFICANT = 0.05
+
+
+def baseline(task: str, predictions: dict) -> Baseline | None:
+    """The head of a record against the majority class or chance on its own dev predictions
+    ({"label": gold, "pred": its labels or scores}); None where they do not say."""
+    from scipy import stats as sps
+
+    gold, pred = np.asarray(predictions.get("label") or []), np.asarray(predictions.get("pred") or [])
+    if gold.size < 2 or gold.shape != pred.shape:
+        return None
+    if get(task).kind in REGRESSION_KINDS:
+        r = sps.pearsonr(pred.astype(float), gold.astype(float), alternative="greater")
+        return Baseline("chance (Pearson 0)", 0.0, float(r.pvalue), bool(r.statistic > 0 and r.pvalue < SIGNIFICANT))
+    values, counts = np.unique(gold, return_counts=True)
+    majority = int(values[counts.argmax()])
+    head_right, base_right = pred == gold, gold == majority
+    only_head, only_base = int((head_right & ~base_right).sum()), int((~head_right & base_right).sum())
+    p = 1.0 if only_head + only_base == 0 else float(
+        sps.binomtest(only_head, only_head + only_base, 0.5, alternative="greater").pvalue)
+    labels = get(task).labels or ()
+    name = labels[majority] if majority < len(labels) else str(majority)
+    page = PAGE_TASKS.get(task)
+    name = page.labels[majority] if page and majority < len(page.labels) else name
+    return Baseline(f"always answering “{name}”", float(base_right.mean()), p,
+                    bool(only_head > only_base and p < SIGNIFICANT))
+
+
+def _baseline_of(store: Store, rec) -> Baseline | None:
+    import json
+
+    if not rec.predictions_file or not store.has_file(rec.predictions_file):
+        return None
+    return baseline(rec.task, json.loads(store.inside(rec.predictions_file).read_text()))
+
+
+@dataclass(frozen=True)
+class BestMeasured:
+    """The best head the records measure for a task (any encoder, regime and reading, last layer)."""
+
+    model: str
+    pooling: str
+    regime: str
+    mean: float  # main metric, mean over its seeds
+    n_seeds: int
+    metric: str
+
+
+def best_measured(task: str, store: Store | None = None) -> BestMeasured | None:
+    """The setup with the best mean main metric over its seeds (at least 2 seeds, last layer, the task's current
+    version), from the committed records."""
+    from .. import stats
+
+    recs = [r for r in (store or Store()).read(task)[0] if r.layer == -1 and r.task_version == get(task).version]
+    groups: dict[tuple, list] = {}
+    for r in recs:
+        groups.setdefault((r.model, r.pooling, r.regime, r.n_train), []).append(r)
+    scored = [(stats.summarise(x.main_value for x in rs).mean, rs) for rs in groups.values() if len(rs) >= 2]
+    if not scored:
+        return None
+    mean, rs = max(scored, key=lambda t: (t[0], t[1][0].model))
+    return BestMeasured(rs[0].model, rs[0].pooling, rs[0].regime, mean, len(rs), rs[0].main_metric)
 
 
 def _number(value: float) -> str:
@@ -131,7 +207,8 @@ def committed_heads(model: models.LoadedModel, store: Store | None = None, task:
         heads[name] = TaskHead(
             task=task, pooling=name, weight=head["weight"], bias=head["bias"], metrics=dict(rec.metrics),
             main_metric=rec.main_metric, mean_main=found.mean, n_seeds=found.n_seeds, n_train=rec.n_train,
-            max_length=int(rec.config.get("max_length") or 128), seed=rec.seed, run_id=rec.run_id, n_eval=rec.n_eval)
+            max_length=int(rec.config.get("max_length") or 128), seed=rec.seed, run_id=rec.run_id, n_eval=rec.n_eval,
+            baseline=_baseline_of(store, rec))
     if not heads:
         raise NoCommittedHeads(no_heads_message(model.model_id, task))
     return heads

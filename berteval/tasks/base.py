@@ -10,6 +10,7 @@ Torch-free: the task registry is read by light commands such as `ls`.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -83,6 +84,40 @@ def local_folder(data_dir: Path, sub: str, files, missing: str | None = None) ->
     return found
 
 
+# A write that failed for want of room or permission: the cache writer's error, said in one line.
+_WRITE_ERRNOS = {errno.EFBIG, errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM}
+
+
+def _write_failure(exc: BaseException) -> OSError | None:
+    """The OSError behind a failed `datasets` cache write, if that is what `exc` is (datasets wraps it in its
+    own errors, chained: cause and context)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, OSError) and exc.errno in _WRITE_ERRNOS:
+            return exc
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def load_dataset(*args, **kwargs):
+    """`datasets.load_dataset`, with a cache that cannot be written (full disk, a file-size limit, read-only)
+    said in one line, "cannot write <file>: <why>", as berteval's own writers say it, instead of datasets'
+    three chained tracebacks."""
+    import datasets  # heavy; only tasks that load data pay for it
+
+    try:
+        return datasets.load_dataset(*args, **kwargs)
+    except Exception as exc:
+        failed = _write_failure(exc)
+        if failed is None:
+            raise
+        where = failed.filename or kwargs.get("cache_dir") or datasets.config.HF_DATASETS_CACHE
+        raise BertevalError(f"cannot write {where}: {failed.strerror or failed} (the datasets cache, where the data "
+                            f"is converted before it is read; set HF_DATASETS_CACHE to a writable folder with "
+                            f"room)") from None
+
+
 def hub_dataset(hub_id: str, config: str | None, local_files: str):
     """A hub dataset through `datasets`, or an error that names the offline way (`local_files`)."""
     import datasets  # heavy; only tasks that load data pay for it
@@ -90,11 +125,13 @@ def hub_dataset(hub_id: str, config: str | None, local_files: str):
     from .. import hub
 
     name = f"{hub_id}/{config}" if config else hub_id
-    load = lambda: datasets.load_dataset(hub_id, config) if config else datasets.load_dataset(hub_id)  # noqa: E731
+    load = lambda: load_dataset(hub_id, config) if config else load_dataset(hub_id)  # noqa: E731
     if not hub.reachable():
         try:
             with hub.offline():  # the local datasets cache only: at once, not after the client's retries
                 return load()
+        except BertevalError:  # the cache could not be written: said as it is
+            raise
         except Exception as exc:  # noqa: BLE001: not cached (datasets raises several types)
             raise BertevalError(
                 f"cannot read {name}: the Hugging Face Hub is not reachable from here (offline, or HF_HUB_OFFLINE=1) "
@@ -103,6 +140,8 @@ def hub_dataset(hub_id: str, config: str | None, local_files: str):
             ) from exc
     try:
         return load()
+    except BertevalError:
+        raise
     except Exception as exc:  # the hub client raises many types when offline
         raise BertevalError(
             f"cannot read {name} from the hub ({exc.__class__.__name__}). Offline? "

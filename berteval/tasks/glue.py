@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..errors import BertevalError
 from . import validate
-from .base import Split, TaskData, hub_dataset, local_folder
+from .base import Split, TaskData, hub_dataset, load_dataset, local_folder
 
 HUB_ID = "nyu-mll/glue"
 
@@ -47,7 +47,6 @@ def _label(task: PairTask, value) -> float | int:
 
 
 def load(task: PairTask, data_dir: Path | None) -> TaskData:
-    import datasets  # heavy; only tasks that load data pay for it
 
     splits: dict[str, Split] = {}
     if data_dir is not None:
@@ -59,7 +58,7 @@ def load(task: PairTask, data_dir: Path | None) -> TaskData:
         notes = [n for split, name in task.files.items()
                  if (n := validate.glue_tsv(folder / name, (*task.columns, task.label), task.label, labels,
                                             key=f"glue/{task.folder}/{name}"))]
-        ds = datasets.load_dataset("csv", data_files={s: str(folder / n) for s, n in task.files.items()},
+        ds = load_dataset("csv", data_files={s: str(folder / n) for s, n in task.files.items()},
                                    delimiter="\t", quoting=csv.QUOTE_NONE, keep_default_na=False,
                                    encoding="utf-8-sig")
         columns = (*task.columns, task.label)

@@ -13,7 +13,7 @@ import importlib.metadata
 from pathlib import Path
 
 from .. import nsp_pairs
-from .base import PAIR, Split, TaskData, TaskSpec, hub_dataset, local_folder
+from .base import PAIR, Split, TaskData, TaskSpec, hub_dataset, load_dataset, local_folder
 
 HUB_ID = "rajpurkar/squad"
 FILES = {"train": "train-subset.json", "validation": "dev-v1.1.json"}
@@ -30,13 +30,12 @@ def _local_folder(data_dir: Path) -> Path:
 
 
 def load(data_dir: Path | None) -> TaskData:
-    import datasets  # heavy; only tasks that load data pay for it
 
     if data_dir is not None:
         folder = _local_folder(Path(data_dir))
         # field="data": the official file nests articles under "data"; datasets reads it
         # as one row per article with its paragraphs as a list.
-        ds = datasets.load_dataset(
+        ds = load_dataset(
             "json", data_files={split: str(folder / name) for split, name in FILES.items()}, field="data"
         )
         source = f"local:{folder}"

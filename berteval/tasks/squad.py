@@ -16,7 +16,7 @@ from pathlib import Path
 from ..errors import BertevalError
 from ..qa import DEFAULTS as QA_DEFAULTS
 from . import validate
-from .base import SPAN, Split, TaskData, TaskSpec, hub_dataset, local_folder
+from .base import SPAN, Split, TaskData, TaskSpec, hub_dataset, load_dataset, local_folder
 
 HUB_ID = "rajpurkar/squad"
 TRAIN_FILES = ("train-v1.1.json", "train-subset.json")
@@ -110,8 +110,6 @@ def _relocated(path: Path) -> tuple[Path, dict]:
 
 
 def _local(data_dir: Path, train_set: str = "subset") -> tuple[list[QAExample], list[QAExample], str, str]:
-    import datasets
-
     folder = local_folder(data_dir, "squad", [DEV_FILE])
     names = FULL_FILES if train_set == "full" else TRAIN_FILES
     train_file = next((folder / n for n in names if folder and (folder / n).is_file()), None)
@@ -133,8 +131,8 @@ def _local(data_dir: Path, train_set: str = "subset") -> tuple[list[QAExample], 
                        f"{moved['moved']:,} of {moved['ambiguous_answers']:,} ambiguous answers moved by the rule: "
                        f"{moved['rule']})")
     # field="data": the official files keep the articles under a top-level "data" key.
-    ds = datasets.load_dataset("json", data_files={"train": str(read_train), "validation": str(folder / DEV_FILE)},
-                               field="data")
+    ds = load_dataset("json", data_files={"train": str(read_train), "validation": str(folder / DEV_FILE)},
+                      field="data")
     return (_flatten_articles(ds["train"]), _flatten_articles(ds["validation"]),
             f"local:{folder}" + "".join(f"; {n}" for n in notes), source_name)
 

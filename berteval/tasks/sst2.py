@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..errors import BertevalError
 from . import validate
-from .base import SENTENCE, Split, TaskData, TaskSpec, hub_dataset, local_folder
+from .base import SENTENCE, Split, TaskData, TaskSpec, hub_dataset, load_dataset, local_folder
 
 HUB_ID, HUB_CONFIG = "nyu-mll/glue", "sst2"
 FILES = {"train": "train.tsv", "validation": "dev.tsv"}
@@ -27,7 +27,6 @@ def _local_folder(data_dir: Path) -> Path:
 
 
 def load(data_dir: Path | None) -> TaskData:
-    import datasets  # heavy; only tasks that load data pay for it
 
     if data_dir is not None:
         folder = _local_folder(Path(data_dir))
@@ -37,7 +36,7 @@ def load(data_dir: Path | None) -> TaskData:
                                             key=f"sst2/{name}"))]
         # QUOTE_NONE: GLUE's TSV has bare quotes inside sentences; keep_default_na keeps
         # sentences such as "null" as text.
-        ds = datasets.load_dataset(
+        ds = load_dataset(
             "csv", data_files=files, delimiter="\t", quoting=csv.QUOTE_NONE, keep_default_na=False
         )
         source = f"local:{folder}" + "".join(f"; {n}" for n in notes)

@@ -167,7 +167,7 @@ def test_a_checkpoint_with_its_own_qa_head_answers_in_the_tab(tmp_path, monkeypa
     context = " ".join(["the cat was very fun and the dog was dull ."] * 8)
     # A local folder stands in for a hub SQuAD checkpoint: the operator's allow-list lets the page load it.
     monkeypatch.setenv("BERTEVAL_APP_MODELS", str(folder))
-    highlighted, nbest, fig, about, score, box = app.answer(str(folder), "what was fun ?", context)
+    highlighted, nbest, fig, about, score, whole, box = app.answer(str(folder), "what was fun ?", context)
     assert not box.get("visible") and "pretrained QA head of" in about
     assert "not calibrated here" in score  # a checkpoint's own head: its scores were never calibrated here
     assert nbest["answer"].is_unique  # the repeated sentence: each answer text once
