@@ -160,8 +160,8 @@ def _cmd_run(args) -> int:
     task = get(args.task)
     # Resolved once: every load, pass and fit of this run uses it (a device that is not here is refused now).
     (devices.requested if args.plan else devices.use)(args.device)
-    # --plan resolves no device (it loads nothing): its auto dtype is the CPU's, as a run on the CPU resolves it.
-    dtype = precision.resolve(args.dtype)
+    # --plan sets no device (it loads nothing); for --dtype auto it still asks which one a run would get.
+    dtype = precision.resolve(args.dtype, devices.resolve(args.device) if args.plan and args.dtype == "auto" else None)
     if dtype != args.dtype:
         print(f"note: --dtype {args.dtype} runs {dtype} here", file=sys.stderr)
     elif not args.plan and (note := precision.emulated_bf16_note(dtype)):
