@@ -22,7 +22,9 @@ from ..qa import DEFAULTS as QA_DEFAULTS
 from ..qa import confidence as qa_confidence
 from ..qa import inference as qa_inference
 from ..qa.windows import make_windows
-from . import budget, confidence, inside, nsp, qa, quick, reading, task_heads
+from . import budget, confidence, inside, nsp, qa, quick, reading, task_heads, threads
+
+threads.serialise_fast_tokenizers()  # request threads share tokenizers (see berteval/serve/threads.py)
 
 DEFAULT_MODEL = models.DEFAULT
 # Input limits in characters: they bound the tokenizer's pass only. The model's work is bounded in tokens and
@@ -194,12 +196,12 @@ def answer(name: str, question: str, context: str,
     and one of more than budget.LIGHT_WINDOWS runs in the heavy lane (a short one never waits for it)."""
     model = qa_model(name)
     settings = qa_inference.fitted(QA_DEFAULTS, model.model)
-    n_windows = len(make_windows(model.tokenizer, [question], [context], max_length=settings.max_length,
-                                 doc_stride=settings.doc_stride))  # tokenizing only: milliseconds
-    n_tokens = len(model.tokenizer(context, add_special_tokens=False, verbose=False)["input_ids"])
+    windows = make_windows(model.tokenizer, [question], [context], max_length=settings.max_length,
+                           doc_stride=settings.doc_stride)  # tokenizing only: milliseconds
+    n_tokens = len({o for offsets in windows.offsets for o in offsets if o is not None})  # context tokens, once each
+    n_windows = len(windows)
     budget.check_windows(n_windows, n_tokens, settings.max_length)
-    with budget.lane(n_windows):
-        return model, qa_inference.answer(model, question, context, settings, dtype=dtype)
+    return model, budget.run(n_windows, qa_inference.answer, model, question, context, settings, dtype=dtype)
 
 
 @dataclass
