@@ -10,7 +10,9 @@ import numpy as np
 # change when, say, NSP negatives are drawn with the same seed).
 _STREAMS = {"split": 1, "probe": 2, "pairs": 3, "subset": 4, "train": 5, "loader": 6, "segments": 7, "masking": 8,
             "sizes": 9, "long_segments": 10, "long_masking": 11, "eval_masking": 12, "pretrain": 13,
-            "folds": 14, "tiny_segments_order": 15, "tiny_segments": 16, "tiny_masking": 17}
+            "folds": 14, "tiny_segments_order": 15, "tiny_segments": 16, "tiny_masking": 17,
+            "segments_pass2": 18, "masking_pass2": 19, "order_pass2": 20, "segments_pass3": 21, "masking_pass3": 22,
+            "order_pass3": 23}
 
 
 def numpy_rng(seed: int, stream: str) -> np.random.Generator:

@@ -257,6 +257,25 @@ def _load_checkpoint(path: Path, model, opt, sched) -> RunState:
                             f"start the run again from step 0") from exc
 
 
+def snapshot_path(checkpoint: Path, step: int) -> Path:
+    return checkpoint.with_name(checkpoint.stem + f".step{step}")
+
+
+def save_weights(folder: Path, model, state: RunState) -> None:
+    """The weights alone (fp32 safetensors shards under 9 MB) and the run state, written whole or not at all: a
+    snapshot at a given step (the seed comparison) or the small resume state a session commits. Without the
+    optimiser's moments, a run resumed from it restarts Adam's averages (`train(..., weights_only=...)`)."""
+    import shutil
+
+    tmp = folder.with_name(folder.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    model.save_pretrained(str(tmp), max_shard_size="9MB")
+    (tmp / "run_state.json").write_text(json.dumps(state.__dict__))
+    shutil.rmtree(folder, ignore_errors=True)
+    os.replace(tmp, folder)
+
+
 def schedule_plan(hyper: dict) -> dict:
     """Steps per phase, in order: `tiny` (32-token pairs, the plateau breaker), `short` (128, BERT's first phase),
     `long` (512, BERT's last 10%), each at about the same tokens per step. A hyper-parameter set without
@@ -317,6 +336,12 @@ def train(prepared, nsp: bool, hyper: dict, seed: int, device, dtype: str, check
     plan = schedule_plan(hyper)
     vocab = len(prepared.tokenizer)
     model = build_model(hyper, vocab, seed, target_counts(prepared.train, vocab)).to(device)
+    if hyper.get("pretrain_dropout") is not None:
+        # Dropout off (or changed) for pre-training only: one pass over the text leaves nothing to overfit
+        # (Cramming, 2022); the config keeps BERT's 0.1, so a fine-tune of the saved model uses dropout as usual.
+        for module in model.modules():
+            if isinstance(module, torch.nn.Dropout):
+                module.p = float(hyper["pretrain_dropout"])
     params, opt, sched = _optimiser(model, hyper, plan["steps"], nsp)
     state = RunState()
     if checkpoint.is_file():
@@ -365,6 +390,8 @@ def train(prepared, nsp: bool, hyper: dict, seed: int, device, dtype: str, check
                     fh.write(json.dumps(row) + "\n")
         if state.step % hyper["checkpoint_every"] == 0 and not last:
             _save_checkpoint(checkpoint, model, opt, sched, state)
+        if state.step in hyper.get("snapshot_steps", ()):
+            save_weights(snapshot_path(checkpoint, state.step), model, state)
         if stop_after_steps is not None and state.step - stopped_after >= stop_after_steps and not last:
             _save_checkpoint(checkpoint, model, opt, sched, state)
             return model, state, False

@@ -43,7 +43,20 @@ DEFAULTS = {
     "lr": 1e-3, "warmup_steps": 500, "beta1": 0.9, "beta2": 0.999, "weight_decay": 0.01, "max_grad_norm": 1.0,
     "eval_every": 500, "checkpoint_every": 250, "mlm_bias_init": "log-unigram",
 }
-_OPTIONS = {"steps": int, "lr": float, "warmup_steps": int, "batch_size": int, "long_batch_size": int,
+# The recipes, one per generation of twins (`Pretrained.recipe`). gen2 (issue 41): the same architecture and
+# checkpoint format; training changed for more learning per CPU hour: no dropout while pre-training (one pass
+# over the text, as Cramming; the saved config keeps BERT's 0.1 for fine-tuning), 4x the batch at every length
+# (about 15 k tokens a step), a schedule of ~150 M tokens (warm-up, linear decay to 0 at the last step), two
+# passes of 128-token pairs with fresh cuts and masks instead of repeating one, and cue-free NSP pairs.
+# lr and the 32-token phase: chosen on short runs (docs/findings/pretraining.md).
+RECIPES = {
+    "gen1": DEFAULTS,
+    "gen2": {**DEFAULTS, "steps": 10_400, "tiny_share": 0.05, "long_share": 0.1, "tiny_batch_size": 512,
+             "batch_size": 128, "long_batch_size": 32, "tiny_sequences": 270_000, "long_sequences": 34_000,
+             "short_passes": 2, "warmup_steps": 300, "pretrain_dropout": 0.0, "eval_every": 400,
+             "checkpoint_every": 100},
+}
+_OPTIONS = {"short_passes": int, "pretrain_dropout": float, "steps": int, "lr": float, "warmup_steps": int, "batch_size": int, "long_batch_size": int,
             "long_share": float, "tiny_share": float, "tiny_batch_size": int, "tiny_sequences": int, "beta2": float, "eval_every": int, "checkpoint_every": int, "vocab_size": int,
             "short_seq_prob": float, "long_sequences": int, "limit_articles": int, "hidden_size": int,
             "layers": int, "heads": int, "intermediate_size": int, "mlm_bias_init": str}
@@ -54,7 +67,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-dir", help="folder holding wikipedia/ and squad/dev-v1.1.json (or $BERTEVAL_DATA)")
     parser.add_argument("--out", help="results root; the model goes to <out>/encoders/<name>/ "
                                       "(default: $BERTEVAL_RESULTS or the committed leaderboard/results)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, help="pre-training seed (default: the twin's, 0 or 1)")
     parser.add_argument("--device", help="auto (default), cpu, cuda, cuda:N or mps (or $BERTEVAL_DEVICE)")
     parser.add_argument("--dtype", choices=("bf16", "fp32"), default="bf16",
                         help="bf16 autocast (default; fp32 master weights) or fp32")
@@ -73,11 +86,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true", help="pre-train again even if the model exists")
     parser.add_argument("--no-progress", action="store_true", help="quieter output")
     for key, kind in _OPTIONS.items():
-        parser.add_argument("--" + key.replace("_", "-"), type=kind, help=f"default {DEFAULTS[key]}")
+        parser.add_argument("--" + key.replace("_", "-"), type=kind,
+                            help=f"default: the twin's recipe ({', '.join(f'{r} {v.get(key)}' for r, v in RECIPES.items())})")
 
 
 def hyperparameters(args) -> dict:
-    hyper = dict(DEFAULTS)
+    hyper = dict(RECIPES[PRETRAINED[args.name].recipe])
     for key in _OPTIONS:
         value = getattr(args, key, None)
         if value is not None:
@@ -103,7 +117,7 @@ def _checkpoint_path(args, name: str, hyper: dict, prepared_key: str, device) ->
 
     # How often the run evaluates or checkpoints does not change its weights: not part of the key, so a
     # tuning run's prefix can be continued with other intervals.
-    weights = {k: v for k, v in hyper.items() if k not in ("eval_every", "checkpoint_every")}
+    weights = {k: v for k, v in hyper.items() if k not in ("eval_every", "checkpoint_every", "snapshot_steps")}
     key = pretrain_data.cache_key({"name": name, "seed": args.seed, "dtype": args.dtype, "hyper": weights,
                                    "examples": prepared_key, "device": str(device)})
     root = Path(args.checkpoint_dir) if args.checkpoint_dir else config.cache_dir() / "checkpoints" / "pretrain"
@@ -117,6 +131,8 @@ def command(args) -> int:
 
     provenance.git_commit()  # the record names the code that starts the run
     twin = PRETRAINED[args.name]
+    if args.seed is None:
+        args.seed = twin.seed
     hyper = hyperparameters(args)
     out = pretrained.folder(args.name, args.out)
     if (out / RECORD).is_file() and not args.force and not args.prepare_only:

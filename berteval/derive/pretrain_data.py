@@ -30,9 +30,10 @@ import numpy as np
 
 from ..errors import BertevalError
 from ..seeds import numpy_rng
-from . import masking, segments, sentences, vocab, wikipedia
+from ..pretrain import cues, pairs
+from . import masking, sentences, vocab, wikipedia
 
-SCHEMA = 1
+SCHEMA = 2  # 2: cue-free pairs (berteval.pretrain.pairs) with their audit, paragraph starts, passes
 TINY = 32  # the first phase's pairs (not BERT's: see pretrain.py), when asked for
 SHORT = 128
 LONG = 512
@@ -63,9 +64,12 @@ class Sequences:
 class FlatDocuments:
     """Documents (lists of sentences of ids) over one flat id array: ~85 M ids in numpy, not Python lists."""
 
-    def __init__(self, ids: np.ndarray, sentence_ends: np.ndarray, doc_ends: np.ndarray, order=None):
+    def __init__(self, ids: np.ndarray, sentence_ends: np.ndarray, doc_ends: np.ndarray, order=None,
+                 paragraph_start: np.ndarray | None = None):
         self.ids, self.sentence_ends, self.doc_ends = ids, sentence_ends, doc_ends
         self.order = np.arange(len(doc_ends)) if order is None else np.asarray(order)
+        # (S,) bool: the sentence opens a paragraph (a text line); the cue audit tests B's paragraph starts
+        self.paragraph_start = paragraph_start
 
     def __len__(self) -> int:
         return len(self.order)
@@ -77,6 +81,13 @@ class FlatDocuments:
         starts = np.concatenate([[int(self.sentence_ends[s0 - 1]) if s0 else 0], ends[:-1]])
         return [self.ids[a:b].tolist() for a, b in zip(starts, ends)]
 
+    def paragraph_starts(self, d: int) -> list[bool]:
+        k = int(self.order[d])
+        s0 = int(self.doc_ends[k - 1]) if k else 0
+        if self.paragraph_start is None:
+            return [j == s0 for j in range(s0, int(self.doc_ends[k]))]
+        return self.paragraph_start[s0 : int(self.doc_ends[k])].tolist()
+
     def tokens(self, d: int) -> int:
         k = int(self.order[d])
         s0 = int(self.doc_ends[k - 1]) if k else 0
@@ -85,13 +96,14 @@ class FlatDocuments:
         return end - start
 
     def subset(self, order) -> "FlatDocuments":
-        return FlatDocuments(self.ids, self.sentence_ends, self.doc_ends, self.order[np.asarray(order)])
+        return FlatDocuments(self.ids, self.sentence_ends, self.doc_ends, self.order[np.asarray(order)],
+                             self.paragraph_start)
 
 
 def tokenize_documents(articles, splitter, tokenizer, batch: int = 50_000) -> tuple[FlatDocuments, dict]:
     """Every article's text lines -> Punkt sentences -> WordPiece ids, flattened."""
     t0 = time.perf_counter()
-    sents, doc_ends = [], []
+    sents, doc_ends, paragraph = [], [], []
     dropped_lines = kept_lines = 0
     for art in articles:
         for line in art.lines:
@@ -99,17 +111,26 @@ def tokenize_documents(articles, splitter, tokenizer, batch: int = 50_000) -> tu
                 dropped_lines += 1
                 continue
             kept_lines += 1
-            sents += splitter.split(line)
+            split = splitter.split(line)
+            sents += split
+            paragraph += [True] + [False] * (len(split) - 1) if split else []
         doc_ends.append(len(sents))
     t1 = time.perf_counter()
-    backend = tokenizer.backend_tokenizer
+    # A copy with padding and truncation off: a tokenizer saved with a model (a reused vocabulary) may pad every
+    # sentence to its max length, which would fill the documents with [PAD].
+    from tokenizers import Tokenizer
+
+    backend = Tokenizer.from_str(tokenizer.backend_tokenizer.to_str())
+    backend.no_padding()
+    backend.no_truncation()
     chunks, lengths = [], []
     for i in range(0, len(sents), batch):
         for enc in backend.encode_batch(sents[i : i + batch], add_special_tokens=False):
             chunks.append(np.asarray(enc.ids, dtype=np.uint16))
             lengths.append(len(enc.ids))
     ids = np.concatenate(chunks) if chunks else np.zeros(0, np.uint16)
-    docs = FlatDocuments(ids, np.cumsum(lengths).astype(np.int64), np.asarray(doc_ends, dtype=np.int64))
+    docs = FlatDocuments(ids, np.cumsum(lengths).astype(np.int64), np.asarray(doc_ends, dtype=np.int64),
+                         paragraph_start=np.asarray(paragraph, dtype=bool))
     words = sum(len(s.split()) for s in sents)
     stats = {"documents": len(articles), "text_lines": kept_lines, "dropped_short_lines": dropped_lines,
              "sentences": len(sents), "words": words, "wordpiece_tokens": int(len(ids)),
@@ -144,69 +165,60 @@ def _mask_rows(rows, tokenizer, max_predictions: int, rng, width: int) -> tuple[
 
 
 def build_sequences(docs: FlatDocuments, tokenizer, length: int, seed: int, streams: tuple[str, str],
-                    short_seq_prob: float = segments.SHORT_SEQ_PROB, limit: int | None = None
+                    short_seq_prob: float = pairs.SHORT_SEQ_PROB, limit: int | None = None
                     ) -> tuple[Sequences, dict]:
-    """One pass of BERT-style pairs over `docs` (the first `limit`, in document order), labels exactly
-    50/50, masked; with the pair statistics and a length-only check of the NSP labels."""
+    """One pass of cue-free NSP pairs (`berteval.pretrain.pairs`) over `docs` (the first `limit`, in document
+    order), labels exactly 50/50, masked; with the pair statistics and the cue audit of the first pairs."""
     rng = numpy_rng(seed, streams[0])
-    stats = segments.SegmentStats(documents=len(docs), dupe_factor=1)
+    stats = pairs.PairStats()
     cls, sep = tokenizer.cls_token_id, tokenizer.sep_token_id
     rows = []  # compact while streaming: ~700 k pairs as Python ints would take gigabytes
-    for x in segments._one_pass(docs, length - 3, short_seq_prob, rng, stats, match_length=True):
-        ids, _ = segments.encode(x, cls, sep)
-        rows.append((np.asarray(ids, dtype=np.uint16), len(x.tokens_a), x.label))
+    audited = []  # the first pairs as built, for the cue audit
+    for x in pairs.one_pass(docs, length - 3, short_seq_prob, rng, stats):
+        rows.append((np.asarray(pairs.encode(x, cls, sep), dtype=np.uint16), len(x.tokens_a), x.label))
+        if len(audited) < cues.MAX_PAIRS:
+            audited.append(x)
         if limit is not None and len(rows) >= limit * 1.05 + 16:  # a little spare: balancing drops a few
             break
     labels = np.array([r[2] for r in rows])
-    n_next = int((labels == segments.IS_NEXT).sum())
+    n_next = int((labels == pairs.IS_NEXT).sum())
     n_not = len(rows) - n_next
-    surplus_label = segments.NOT_NEXT if n_not > n_next else segments.IS_NEXT
+    surplus_label = pairs.NOT_NEXT if n_not > n_next else pairs.IS_NEXT
     drop = set(rng.choice(np.flatnonzero(labels == surplus_label), abs(n_not - n_next), replace=False).tolist())
     rows = [x for k, x in enumerate(rows) if k not in drop]
     if limit is not None and len(rows) > limit:
         rows = _balanced_prefix(rows, limit)
     seqs, mask_stats = _mask_rows(rows, tokenizer, MAX_PREDICTIONS.get(length, round(0.15 * length)),
                                   numpy_rng(seed, streams[1]), length)
-    record = {"max_length": length, "short_seq_prob": short_seq_prob, "sequences": len(seqs),
-              "tokens": seqs.tokens(), "forced_not_next": stats.forced_not_next,
-              "no_continuation": stats.no_continuation, "dropped_to_balance": len(drop),
-              "short_target": stats.short_target, "truncated": stats.truncated,
-              "is_next": int((seqs.nsp == 0).sum()), "not_next": int((seqs.nsp == 1).sum()),
+    b_len = (seqs.length - seqs.a_len - 3).astype(np.float64)
+    record = {"max_length": length, "short_seq_prob": short_seq_prob, "builder": "berteval.pretrain.pairs",
+              "sequences": len(seqs), "tokens": seqs.tokens(), "no_continuation": stats.no_continuation,
+              "dropped_to_balance": len(drop), "short_target": stats.short_target, "truncated": stats.truncated,
+              "b_ran_out": stats.b_ran_out, "is_next": int((seqs.nsp == 0).sum()), "not_next": int((seqs.nsp == 1).sum()),
               "mean_length_by_label": {name: round(float(seqs.length[seqs.nsp == lab].mean()), 2)
                                        for name, lab in (("IsNext", 0), ("NotNext", 1)) if (seqs.nsp == lab).any()},
-              "mean_b_length_by_label": {
-                  name: round(float((seqs.length - seqs.a_len - 3)[seqs.nsp == lab].mean()), 2)
-                  for name, lab in (("IsNext", 0), ("NotNext", 1)) if (seqs.nsp == lab).any()},
-              "length_only_nsp_accuracy": length_cue(seqs), "masking": mask_stats,
-              "sha256": sequences_sha256(seqs)}
+              "mean_b_length_by_label": {name: round(float(b_len[seqs.nsp == lab].mean()), 2)
+                                         for name, lab in (("IsNext", 0), ("NotNext", 1)) if (seqs.nsp == lab).any()},
+              "cue_audit": cues.audit(audited, [x.label for x in audited], tokenizer, seed) if len(audited) >= 50
+              else None, "masking": mask_stats, "sha256": sequences_sha256(seqs)}
     return seqs, record
+
+
+def concatenate(parts: list[Sequences]) -> Sequences:
+    """Passes of one length as one training set (rows in pass order; the batch order permutes them)."""
+    return Sequences(*(np.concatenate([getattr(p, k) for p in parts]) for k in ARRAYS))
 
 
 def _balanced_prefix(rows, limit: int):
     """The first rows holding limit/2 of each label, in order."""
     want = limit // 2
-    seen = {segments.IS_NEXT: 0, segments.NOT_NEXT: 0}
+    seen = {pairs.IS_NEXT: 0, pairs.NOT_NEXT: 0}
     out = []
     for x in rows:
         if seen[x[2]] < want:
             seen[x[2]] += 1
             out.append(x)
     return out
-
-
-def length_cue(seqs: Sequences) -> float:
-    """Held-out accuracy of a logistic regression predicting the NSP label from |A| and |B| alone
-    (5-fold): 0.5 means the lengths say nothing about the label."""
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.model_selection import cross_val_score
-
-    n = min(len(seqs), 50_000)
-    a = seqs.a_len[:n].astype(np.float64)
-    b = (seqs.length[:n] - seqs.a_len[:n] - 3).astype(np.float64)
-    x = np.stack([a, b, a * b / 128.0, np.abs(a - b)], axis=1)
-    if len(set(seqs.nsp[:n].tolist())) < 2 or n < 10:
-        return float("nan")
-    return round(float(cross_val_score(LogisticRegression(max_iter=1000), x, seqs.nsp[:n], cv=5).mean()), 4)
 
 
 def sequences_sha256(seqs: Sequences) -> str:
@@ -272,6 +284,8 @@ def prepare(data_dir: Path, cache_root: Path, seed: int, hyper: dict, log=print)
         Path(data_dir) / wikipedia.SQUAD_DEV).is_file() else None
     inputs = {"schema": SCHEMA, "seed": seed, "shards": shard_sums, "squad_dev": dev_sum,
               **{k: hyper[k] for k in ("vocab_size", "short_seq_prob", "long_sequences", "limit_articles")}}
+    if int(hyper.get("short_passes", 1)) > 1:
+        inputs["short_passes"] = int(hyper["short_passes"])
     if hyper.get("tiny_sequences"):  # only then: a set prepared without the 32-token phase keeps its cache key
         inputs["tiny_sequences"] = int(hyper["tiny_sequences"])
     if hyper.get("vocab"):  # a reused vocabulary is an input: its content, not its path, names the examples
@@ -314,10 +328,20 @@ def _build(folder: Path, data_dir: Path, seed: int, hyper: dict, inputs: dict, l
     docs, doc_stats = tokenize_documents(corpus.train, splitter, tokenizer)
     log(f"training text: {doc_stats}")
     held_docs, held_stats = tokenize_documents(corpus.heldout, splitter, tokenizer)
-    train128, rec128 = build_sequences(docs, tokenizer, SHORT, seed, ("segments", "masking"),
-                                       hyper["short_seq_prob"])
-    log(f"{SHORT}-token sequences: {rec128['sequences']:,} ({rec128['tokens']:,} tokens); length-only NSP "
-        f"accuracy {rec128['length_only_nsp_accuracy']}")
+    parts, recs = [], []
+    for k in range(int(hyper.get("short_passes", 1))):  # each pass: fresh cuts, partners and masks
+        streams = ("segments", "masking") if k == 0 else (f"segments_pass{k + 1}", f"masking_pass{k + 1}")
+        pass_docs = docs if k == 0 else docs.subset(numpy_rng(seed, f"order_pass{k + 1}").permutation(len(docs)))
+        seqs, rec = build_sequences(pass_docs, tokenizer, SHORT, seed, streams, hyper["short_seq_prob"])
+        parts.append(seqs)
+        recs.append(rec)
+        audit = rec["cue_audit"]
+        log(f"{SHORT}-token sequences, pass {k + 1}: {rec['sequences']:,} ({rec['tokens']:,} tokens); cue audit: "
+            f"classifier {audit['classifier_5fold_accuracy']}, strongest single feature "
+            f"{audit['strongest_single_feature']} {audit['single_feature_rule_accuracy'][audit['strongest_single_feature']]}")
+    train128 = concatenate(parts)
+    rec128 = recs[0] if len(recs) == 1 else {"passes": recs, "sequences": len(train128), "tokens": train128.tokens(),
+                                             "sha256": sequences_sha256(train128)}
     order = numpy_rng(seed, "long_segments").permutation(len(docs))
     train512, rec512 = build_sequences(docs.subset(order), tokenizer, LONG, seed, ("long_segments", "long_masking"),
                                        hyper["short_seq_prob"], limit=hyper["long_sequences"])

@@ -24,21 +24,40 @@ class Pretrained:
     name: str
     nsp: bool  # trained with the next-sentence loss (its pooler and NSP head are trained)
     summary: str
+    recipe: str = "gen1"  # the pre-training recipe (berteval.derive.pretrain_command.RECIPES)
+    seed: int = 0  # the pre-training seed: initialisation, examples and batch order
+    twin: str = ""  # the other twin (same recipe, seed, examples and order; the other objective)
 
     @property
     def model_id(self) -> str:
         return ID_PREFIX + self.name
 
 
+_G2 = ("BERT-Mini (4 layers, hidden 256), second generation: pre-trained here from scratch on Wikipedia with BERT's "
+       "recipe on NSP pairs with no surface cue (berteval.pretrain.pairs), no dropout while pre-training, a "
+       "150 M-token schedule")
 PRETRAINED: dict[str, Pretrained] = {
     "wiki-bert-mini": Pretrained(
         "wiki-bert-mini", True,
-        "BERT-Mini (4 layers, hidden 256) pre-trained here from scratch on Wikipedia with masked LM + "
-        "next-sentence prediction: its pooler and NSP head are trained"),
+        "first generation (19.9 M tokens; its NSP head learned B's final full stop, see docs/findings/"
+        "pretraining.md): BERT-Mini (4 layers, hidden 256) pre-trained here from scratch on Wikipedia with masked "
+        "LM + next-sentence prediction: its pooler and NSP head are trained", twin="wiki-bert-mini-nonsp"),
     "wiki-bert-mini-nonsp": Pretrained(
         "wiki-bert-mini-nonsp", False,
-        "the same BERT-Mini, same text, examples, order and initialisation, masked LM only: its pooler and "
-        "NSP head are exactly as initialised (the control)"),
+        "first generation (19.9 M tokens): the same BERT-Mini, same text, examples, order and initialisation, "
+        "masked LM only: its pooler and NSP head are exactly as initialised (the control)", twin="wiki-bert-mini"),
+    "wiki-bert-mini-g2": Pretrained(
+        "wiki-bert-mini-g2", True, _G2 + ", masked LM + next-sentence prediction: its pooler and NSP head are "
+        "trained", recipe="gen2", twin="wiki-bert-mini-g2-nonsp"),
+    "wiki-bert-mini-g2-nonsp": Pretrained(
+        "wiki-bert-mini-g2-nonsp", False, _G2 + ", masked LM only (the same examples, order and initialisation): "
+        "its pooler and NSP head are exactly as initialised (the control)", recipe="gen2", twin="wiki-bert-mini-g2"),
+    "wiki-bert-mini-g2-seed1": Pretrained(
+        "wiki-bert-mini-g2-seed1", True, _G2 + ", pre-training seed 1 (50 M tokens), masked LM + NSP",
+        recipe="gen2", seed=1, twin="wiki-bert-mini-g2-seed1-nonsp"),
+    "wiki-bert-mini-g2-seed1-nonsp": Pretrained(
+        "wiki-bert-mini-g2-seed1-nonsp", False, _G2 + ", pre-training seed 1 (50 M tokens), masked LM only",
+        recipe="gen2", seed=1, twin="wiki-bert-mini-g2-seed1"),
 }
 
 
