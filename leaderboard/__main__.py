@@ -1,8 +1,8 @@
-"""`python -m leaderboard --out report.html [FILES...]`: write the HTML report (and `report_files/` beside it).
+"""`python -m leaderboard --out report.html [FILES...]`: write the HTML report, one self-contained file.
 
-The page links to what it does not need to hold: Plotly's JavaScript, the table, every disagreeing
-example and every record as CSV files, written in `<name>_files/` beside it; `--self-contained`
-writes one file instead. With no files it reads the committed records under leaderboard/results/. Bad lines are
+Plotly's JavaScript, the figures and the CSV downloads are packed inside it (leaderboard/packing.py), so it opens
+offline and writes nothing beside itself; `--with-files` also writes every disagreeing example as CSV files in
+`<name>_files/` beside it. With no files it reads the committed records under leaderboard/results/. Bad lines are
 listed on stderr and in the report, and skipped; they do not stop the report, because
 the point is to show what is there. A missing or empty input still writes a report
 that says so.
@@ -30,9 +30,10 @@ def main(argv: list[str] | None = None) -> int:
                          "is reachable (default $BERTEVAL_RESULTS_REPO; else leaderboard/results)")
     ap.add_argument("--data-dir", default=None,
                     help="data folder, to show the text of each disagreeing example (default $BERTEVAL_DATA)")
+    ap.add_argument("--with-files", action="store_true",
+                    help="also write every disagreeing example as CSV files in <name>_files/ beside the report")
     ap.add_argument("--self-contained", action="store_true",
-                    help="one file: Plotly's JavaScript (4.8 MB) and every record inside the page, the disagreements "
-                         "as a few per pair, no files beside it")
+                    help="accepted for old scripts: the report is always one self-contained file now")
     args = ap.parse_args(argv)
     if MISSING:  # installed without the app extra: one line saying what to install
         print(f"error: {missing_message()}", file=sys.stderr)
@@ -41,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         out, df, problems = write_report(args.out, args.files or None, args.title, repo=args.repo,
-                                         data_dir=args.data_dir, self_contained=args.self_contained)
+                                         data_dir=args.data_dir, with_files=args.with_files)
     except BertevalError as exc:  # e.g. the report cannot be written whole: one line, the old report kept
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -49,8 +50,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"skipped {p}", file=sys.stderr)
     size = out.stat().st_size
     folder = out.parent / f"{out.stem}_files"
-    beside = "" if args.self_contained or not folder.is_dir() else \
-        f"; beside it {folder}/ ({sum(f.stat().st_size for f in folder.iterdir()) / 1e6:.1f} MB: Plotly, CSV files)"
+    beside = "" if not args.with_files or not folder.is_dir() else \
+        f"; beside it {folder}/ ({sum(f.stat().st_size for f in folder.iterdir()) / 1e6:.1f} MB of CSV files)"
     print(f"wrote {out} ({size / 1e6:.1f} MB{beside}): {len(df)} records, {df['task'].nunique()} task(s), "
           f"{len(problems)} bad line(s)")
     return 0

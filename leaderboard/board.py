@@ -25,7 +25,7 @@ from typing import Callable, Iterable
 
 import pandas as pd
 
-from . import bands, data, figures, findings, overview, references, table
+from . import bands, cells, data, figures, findings, overview, references, table
 from .figures import compare, curves
 
 # Every figure the board draws, by name, in the order the app and views() list them.
@@ -74,7 +74,9 @@ class Board:
         self.everything = df  # every valid record, k-fold estimates included (their tasks are filter choices)
         apart = data.is_estimate(df) if not df.empty else pd.Series(False, index=df.index)
         self.estimate_rows = df[apart]
-        self.frame = df[~apart]  # what is ranked: never a k-fold estimate
+        # What is ranked (never a k-fold estimate), each record flagged main setup or not over all of them, so the
+        # table and every figure read the same cells whatever the filter (cells.py).
+        self.frame = cells.mark_main(df[~apart])
         self.band_frame = bands.rank_bands(self.frame)  # from every record: a filter never changes a band
         self.tests = bands.pair_tests(self.frame, "last")
         self.choices = table.choices(df)  # from all records, so a filter never hides its own options

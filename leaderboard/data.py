@@ -253,11 +253,16 @@ def filter_records(df: pd.DataFrame, **filters) -> pd.DataFrame:
     return df[mask]
 
 
+MAIN_FLAG = "main_setup"  # set by cells.mark_main over every ranked record
+
+
 def main_setups(df: pd.DataFrame) -> pd.DataFrame:
     """Only the main setup of each model x task x regime (trained on the most examples, then the most records):
     what findings, rank bands and paired comparisons read, so a quick `--limit-train` run never competes with a full one."""
     if df is None or df.empty:
         return df
+    if MAIN_FLAG in df:  # decided once over every record (cells.mark_main): a filter never moves a cell
+        return df[df[MAIN_FLAG].astype(bool).to_numpy()]
     keys = list(zip(*(df[c].tolist() for c in ("model", "task", "regime"))))
     setups = list(zip(*(df[c].tolist() for c in SETUP)))
     best: dict[tuple, tuple] = {}

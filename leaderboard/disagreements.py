@@ -123,9 +123,20 @@ def _record(df: pd.DataFrame, task, model, regime, seed, head: str):
         raise BertevalError(f"no record of {head} for {short_name(model)} {task} {regime} seed {seed}")
     rows = data.main_setups(rows)
     file = rows.iloc[0]["file"]
+    return _records_of(file)[rows.iloc[0]["run_id"]], Path(file).parent
+
+
+def _records_of(file: str) -> dict:
+    """{run_id: RunRecord} of one record file, read once per version of it: the report compares hundreds of pairs,
+    and reading and validating sst2.jsonl again for each of their heads was most of its 3 minutes (issue 42)."""
+    st = os.stat(file)
+    return _read_file(str(file), st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=16)
+def _read_file(file: str, size: int, mtime_ns: int) -> dict:
     recs, _ = read_records([file])
-    rec = next(r for r in recs if r.run_id == rows.iloc[0]["run_id"])
-    return rec, Path(file).parent
+    return {r.run_id: r for r in recs}
 
 
 def _regression(task: str) -> bool:
@@ -231,22 +242,28 @@ def report_section(df: pd.DataFrame, data_dir=None, per_kind: int = 2, href=None
         g = groups[(task, model, regime)]
         seed = int(g["seed"].iloc[0])
         body, rows = [], []
+        # this run's records, selected once: filtering the whole frame per head was a third of the section's time
+        run = main[(main["task"] == task) & (main["model"] == model) & (main["regime"] == regime)
+                   & (main["seed"] == seed)]
         for r in g.itertuples():
             try:
-                d = _compare(main, task, model, regime, seed, r.a_pooling, r.b_pooling, data_dir)
+                d = _compare(run, task, model, regime, seed, r.a_pooling, r.b_pooling, data_dir)
             except Exception as exc:  # noqa: BLE001: one pair that cannot be compared says so; the rest show
                 body.append(f"<tr><td><code>{html.escape(r.a_pooling)}</code> vs <code>{html.escape(r.b_pooling)}"
                             f"</code></td><td colspan=3>{html.escape(f'{type(exc).__name__}: {exc}')}</td></tr>")
                 continue
             no_text = no_text or any(e.text is None for e in d.a_only + d.b_only)
-            for e in d.examples():
+            # By identity: `e in d.a_only` compares dataclasses field by field, 65 million times for the
+            # committed records (57 of the report's 84 s, issue 42).
+            a_right = {id(x) for x in d.a_only}
+            for e in (d.examples() if href is not None else ()):  # every example only where a file will hold it
                 rows.append({"task": task, "model": short_name(model), "regime": regime, "seed": seed, "head_a": d.name_a,
-                             "head_b": d.name_b, "right": d.name_a if e in d.a_only else d.name_b, "id": e.id,
+                             "head_b": d.name_b, "right": d.name_a if id(e) in a_right else d.name_b, "id": e.id,
                              "gold": e.gold, "a_says": disagree._pred(e.pred_a, e.conf_a),
                              "b_says": disagree._pred(e.pred_b, e.conf_b), "text": e.text or ""})
             top = d.examples(per_kind)
-            a_top = "".join(_example_html(d, e) for e in top if e in d.a_only)
-            b_top = "".join(_example_html(d, e) for e in top if e in d.b_only)
+            a_top = "".join(_example_html(d, e) for e in top if id(e) in a_right)
+            b_top = "".join(_example_html(d, e) for e in top if id(e) not in a_right)
             body.append(f"<tr><td><code>{html.escape(d.name_a)}</code> vs <code>{html.escape(d.name_b)}</code></td>"
                         f'<td class="num">{d.n:,}: {len(d.a_only):,} / {len(d.b_only):,}</td>'
                         f"<td>{a_top or '—'}</td><td>{b_top or '—'}</td></tr>")

@@ -22,12 +22,12 @@ import pandas as pd
 from berteval.metrics import METRICS
 from berteval.record_lookup import short_name
 
-from . import data
+from . import cells, data
 from .figures.style import fmt, metric_scale
 from .labels import metric_name, reading_order, regime_name, regime_order, task_name, task_rank
 
 CORE = ("cls", "pooler", "mean")  # the three vectors the seed question asks about, first in every view
-COLUMNS = ["regime", "model", *CORE, "best head (any pooling)", "seeds"]
+COLUMNS = ["model", "regime", *CORE, "best head (any pooling)", "seeds"]  # the model first: the row's name in view
 LEGEND = ("Last layer, mean over seeds; **bold**: rank band 1 of its row (no head measured beats it by the paired "
           "tests); —: not measured. Every pooling, layer, interval and test is below.")
 
@@ -48,8 +48,7 @@ def _cell(text: str) -> str:
 
 
 def _aggregate(rows: pd.DataFrame, band_frame: pd.DataFrame | None) -> pd.DataFrame:
-    main = data.main_setups(rows)
-    agg = data.aggregate(main[main["layer"] == -1])
+    agg = cells.select(rows, "main", -1)  # the cells the table's main rows and every figure read
     if agg.empty:
         return agg.assign(band=pd.Series(dtype=float))
     if band_frame is not None and not band_frame.empty:
@@ -60,10 +59,18 @@ def _aggregate(rows: pd.DataFrame, band_frame: pd.DataFrame | None) -> pd.DataFr
     return agg
 
 
+# The reference encoder: what `--model default` records (berteval.models.loading.DEFAULT_MODEL_ID, which imports
+# torch; tests/leaderboard/test_cells.py holds the two equal). Every derived encoder and twin is read against it.
+REFERENCE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+
+
 def _reference_model(g: pd.DataFrame) -> str:
-    """The model the sentence speaks of: the one with the most `cls`/`pooler`/`mean` heads measured (then the
-    shortest name: a base model before the encoders derived from it)."""
+    """The model the sentence speaks of: the reference encoder where it has `cls`/`pooler`/`mean` heads here, else the
+    one with the most of them (then the shortest name). Ties went to the shortest name, so SST-2's sentence spoke of
+    wiki-bert-mini, not of the reference (issue 42)."""
     counts = g.assign(core=g["pooling"].isin(CORE)).groupby("model")["core"].sum()
+    if counts.get(REFERENCE_MODEL, 0) >= 2:
+        return REFERENCE_MODEL
     return sorted(counts.index, key=lambda m: (-int(counts[m]), len(m), m))[0]
 
 
@@ -71,11 +78,12 @@ def _ranked(g: pd.DataFrame, metric: str) -> pd.DataFrame:
     return g.sort_values("mean", ascending=not _higher(metric), kind="stable")
 
 
-def _verdict(top: str, others: list[str], tests: pd.DataFrame) -> str:
-    """How the paired tests read the lead of `top` over `others` (pooling names, last layer); `tests`: the pair
-    tests of this row's model, task and regime (Holm-adjusted over all of them)."""
+def _verdict(top: str, others: list[str], tests: pd.DataFrame) -> tuple[str, str]:
+    """How the paired tests read the lead of `top` over `others` (pooling names, last layer), short ("ahead of
+    both") and as the sentence says it; `tests`: the pair tests of this row's model, task and regime (Holm-adjusted
+    over all of them)."""
     if tests is None or tests.empty:
-        return "no paired tests"
+        return "no paired tests", "no paired tests"
     holm = f"Holm-adjusted over the row's {len(tests)} pairs" if len(tests) > 1 else "one pair tested"
     separated, tested = [], []
     for o in others:
@@ -87,13 +95,15 @@ def _verdict(top: str, others: list[str], tests: pd.DataFrame) -> str:
         if bool(row.iloc[0]["separated"]) and row.iloc[0]["better"] == f"{top}@last":
             separated.append(o)
     if not tested:
-        return "no paired tests"
+        return "no paired tests", "no paired tests"
     if len(separated) == len(others):
-        return "the paired tests put it ahead of " + ("both" if len(others) == 2 else "the other") + f", {holm}"
-    if separated:
-        rest = [o for o in others if o not in separated]
-        return f"the paired tests put it ahead of {_names(separated)}, not of {_names(rest)}, {holm}"
-    return f"the paired tests do not separate {'the two' if len(others) == 1 else 'these three'}, {holm}"
+        short = "ahead of " + ("both" if len(others) == 2 else "the other")
+    elif separated:
+        short = f"ahead of {_names(separated)}, not of {_names([o for o in others if o not in separated])}"
+    else:
+        return "not separated", \
+            f"the paired tests do not separate {'the two' if len(others) == 1 else 'these three'}, {holm}"
+    return short, f"the paired tests put it {short}, {holm}"
 
 
 def _with(regime: str) -> str:
@@ -107,16 +117,22 @@ def _names(poolings: list[str]) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
-def _sentence(task: str, g: pd.DataFrame, tests: pd.DataFrame, estimates_only: bool, usual) -> str:
+def _best(g: pd.DataFrame, estimates_only: bool, usual) -> str:
+    """"The best head measured is `mean`, frozen probe, on all-MiniLM-L6-v2 (0.810)"."""
     metric = g["main_metric"].iloc[0]
     scale = _scale(metric, g["mean"])
     label = "" if metric == "accuracy" else f"{metric_name(metric)} "
     best = _ranked(g, metric).iloc[0]
     what = "The best k-fold estimate" if estimates_only else "The best head measured"
-    text = (f"{what} is `{best['pooling']}`, {regime_name(best['regime'])}, on {short_name(best['model'])} "
+    return (f"{what} is `{best['pooling']}`, {regime_name(best['regime'])}, on {short_name(best['model'])} "
             f"({label}{fmt(best['mean'], scale)}{data.trained_on(best['n_train'], usual)})")
+
+
+def _reads(task: str, g: pd.DataFrame, tests: pd.DataFrame, estimates_only: bool) -> tuple[str, list[dict]]:
+    """(the reference model, per regime: which of the three vectors reads best on it, the others, the verdict)."""
+    metric = g["main_metric"].iloc[0]
     ref = _reference_model(g)
-    clauses = []
+    out = []
     for regime in regime_order(g.loc[g["model"] == ref, "regime"]):
         r = g[(g["model"] == ref) & (g["regime"] == regime)]
         core = _ranked(r[r["pooling"].isin(CORE)], metric)
@@ -125,23 +141,56 @@ def _sentence(task: str, g: pd.DataFrame, tests: pd.DataFrame, estimates_only: b
         top, others = core.iloc[0], core.iloc[1:]
         t = tests[(tests["model"] == ref) & (tests["task"] == task) & (tests["regime"] == regime)] \
             if tests is not None and not tests.empty else None
-        against = " and ".join(f"{fmt(o['mean'], scale)} for `{o['pooling']}`" for _, o in others.iterrows())
-        verdict = "estimates are never ranked" if estimates_only else _verdict(top["pooling"], list(others["pooling"]), t)
-        clause = (f"`{top['pooling']}` reads best {_with(regime)}, {fmt(top['mean'], scale)} against {against} "
-                  f"({verdict})")
+        verdict = (("never ranked", "estimates are never ranked") if estimates_only
+                   else _verdict(top["pooling"], list(others["pooling"]), t))
         span = r[r["pooling"] == "span"]
-        if not span.empty:  # span QA: the per-token head beside the one-vector heads
-            clause += f", and the per-token `span` head reads {fmt(span.iloc[0]['mean'], scale)}"
+        out.append({"regime": regime, "top": top, "others": others, "verdict": verdict,
+                    "span": None if span.empty else span.iloc[0]["mean"]})
+    return ref, out
+
+
+def _sentence(task: str, g: pd.DataFrame, tests: pd.DataFrame, estimates_only: bool, usual) -> str:
+    scale = _scale(g["main_metric"].iloc[0], g["mean"])
+    ref, reads = _reads(task, g, tests, estimates_only)
+    clauses = []
+    for x in reads:
+        against = " and ".join(f"{fmt(o['mean'], scale)} for `{o['pooling']}`" for _, o in x["others"].iterrows())
+        clause = (f"`{x['top']['pooling']}` reads best {_with(x['regime'])}, {fmt(x['top']['mean'], scale)} against "
+                  f"{against} ({x['verdict'][1]})")
+        if x["span"] is not None:  # span QA: the per-token head beside the one-vector heads
+            clause += f", and the per-token `span` head reads {fmt(x['span'], scale)}"
         clauses.append(clause)
+    text = _best(g, estimates_only, usual)
     if clauses:
         text += f"; of the three vectors on {short_name(ref)}, " + "; ".join(clauses)
     return text + "."
 
 
+def _headline(task: str, g: pd.DataFrame, tests: pd.DataFrame, estimates_only: bool, usual) -> dict:
+    """One line per task for the first screen: the best head measured, and the three vectors on the reference
+    encoder per regime ("frozen probe: **`mean` 0.810**, `cls` 0.765, `pooler` 0.765 (ahead of both)")."""
+    metric = g["main_metric"].iloc[0]
+    scale = _scale(metric, g["mean"])
+    best = _ranked(g, metric).iloc[0]
+    ref, reads = _reads(task, g, tests, estimates_only)
+    parts = []
+    for x in reads:
+        others = ", ".join(f"`{o['pooling']}` {fmt(o['mean'], scale)}" for _, o in x["others"].iterrows())
+        span = f", `span` {fmt(x['span'], scale)}" if x["span"] is not None else ""
+        parts.append(f"{regime_name(x['regime'])}: `{x['top']['pooling']}` **{fmt(x['top']['mean'], scale)}**, "
+                     f"{others}{span} ({x['verdict'][0]})")
+    return {"best": f"`{best['pooling']}` {fmt(best['mean'], scale)}, {regime_name(best['regime'])}, "
+                    f"{short_name(best['model'])}{data.trained_on(best['n_train'], usual)}",
+            "reference": short_name(ref), "reads": "; ".join(parts) or "—"}
+
+
 def _rows(g: pd.DataFrame, metric: str, ranked: bool, usual) -> pd.DataFrame:
     scale = _scale(metric, g["mean"])
     out = []
-    for regime, model in reading_order(g.groupby(["regime", "model"]).groups, ("regime", "model")):
+    keys = reading_order(g.groupby(["regime", "model"]).groups, ("regime", "model"))
+    regimes = regime_order(g["regime"])
+    # within a regime the reference encoder first (the sentence above speaks of it), then the rest alphabetically
+    for regime, model in sorted(keys, key=lambda k: (regimes.index(k[0]), k[1] != REFERENCE_MODEL)):
         r = g[(g["regime"] == regime) & (g["model"] == model)]
         several = len(r) > 1
 
@@ -192,6 +241,7 @@ def overview(rows: pd.DataFrame, band_frame: pd.DataFrame | None = None, tests: 
         usual = data.usual_train(g)  # the train size the sentence and the table both measure rows against
         out.append({"task": task, "title": _title(task, g, metric),
                     "sentence": _sentence(task, g, tests, estimates_only, usual),
+                    "headline": _headline(task, g, tests, estimates_only, usual),
                     "table": _rows(g, metric, ranked=not estimates_only, usual=usual), "estimates_only": estimates_only})
     return out
 
@@ -204,14 +254,45 @@ def markdown_table(df: pd.DataFrame) -> str:
 
 
 def as_markdown(items: list[dict]) -> str:
+    """Each task's view; with several tasks, first one row per task (headline_table): the answer to each task on
+    one screen, its every-model view below."""
     if not items:
         return "No records match these filters."
     parts = []
+    if len(items) > 1:
+        parts.append("#### What the records say, per task\n" + headline_markdown(items))
     for it in items:
         note = (" *k-fold estimates only (each dev example scored by a head trained on the other folds): shown "
                 "apart, never ranked with official-dev rows.*" if it["estimates_only"] else "")
         parts.append(f"#### {it['title']}\n{it['sentence']}{note}\n\n{markdown_table(it['table'])}")
     return "\n\n".join(parts) + "\n\n" + LEGEND
+
+
+HEADLINE_COLUMNS = ["task", "best head measured", "the three vectors on {ref}, per regime"]
+
+
+def headline_table(items: list[dict]) -> pd.DataFrame:
+    """One row per task: what the first screen shows (the best head; cls, pooler and mean on the reference encoder,
+    the best in bold, with what the paired tests say)."""
+    ref = next((it["headline"]["reference"] for it in items), "")
+    cols = [c.format(ref=ref) for c in HEADLINE_COLUMNS]
+    rows = [[task_name(it["task"]) + (" (estimate)" if it["estimates_only"] and "fold" not in task_name(it["task"])
+                                      else ""),
+             it["headline"]["best"], it["headline"]["reads"]] for it in items]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def headline_markdown(items: list[dict]) -> str:
+    return markdown_table(headline_table(items)) if items else "No records match these filters."
+
+
+def headline_html(items: list[dict]) -> str:
+    if not items:
+        return "<p>No records.</p>"
+    t = headline_table(items)
+    head = "".join(f"<th>{_inline(c)}</th>" for c in t.columns)
+    body = "".join("<tr>" + "".join(f"<td>{_inline(v)}</td>" for v in row) + "</tr>" for row in t.itertuples(index=False))
+    return f'<table class="compact headline"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
 def _inline(text: str) -> str:

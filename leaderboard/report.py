@@ -1,17 +1,18 @@
-"""The HTML report: what the records say first, then figures, table, paired tests and the provenance of every number.
+"""The HTML report: one file that answers each task on its first screen, every detail one click away.
 
-Its first screen answers the question the project asks (which vector should a head read?): one compact
-view per task (overview.py). Then the sections: the findings in full, models side by side, every figure,
-rank bands, the table, the k-fold estimates apart, the examples behind the paired tests (a few per pair)
-and the provenance. Long tables scroll in boxes of their own, so the page stays a page.
+Its first screen is the answer to the question the project asks (which vector should a head read?): one row per
+task, the best head measured and the three vectors on the reference encoder (all-MiniLM-L6-v2, `--model default`),
+with what the paired tests say (overview.py). Everything else is a closed `<details>` section, opened on demand:
+each task's models x poolings view, the findings in full, the twins, models side by side, every figure, rank bands,
+the table, the k-fold estimates apart, the examples behind the paired tests (a few per pair) and the provenance.
+The numbers come from the same cells as the app's (cells.py).
 
-`write_report` writes the HTML and, beside it in `<name>_files/`, what it links to: Plotly's JavaScript
-(4.8 MB, once, instead of inside the page), the table, every disagreeing example and every record as CSV
-files. Nothing is fetched from the network: the page opens offline from its folder. `--self-contained`
-(`build_html`) writes one file instead: Plotly inlined, the table's CSV as a data: link, every record in
-the page, the disagreements as a few per pair. A few lines of inline JavaScript make the tables sortable
-(click a header) and searchable; the page is fully readable without it. Every string from a record is
-HTML-escaped, because records are data written by other processes, not markup.
+The page is one self-contained file (packing.py): Plotly's JavaScript, the figures and the CSV downloads are gzip'd
+inside it and unpacked by the browser when first needed, so it opens offline, writes nothing beside itself (the
+folder beside it used to dirty the clone) and stays under 3 MB. `with_files` (`--with-files`) also writes every
+disagreeing example and every record as CSV files in `<name>_files/` beside it. A few lines of inline JavaScript
+make the tables sortable and searchable. Every string from a record is HTML-escaped, because records are data
+written by other processes, not markup.
 """
 
 from __future__ import annotations
@@ -25,20 +26,15 @@ from pathlib import Path
 from typing import Iterable
 
 import pandas as pd
-import plotly.io as pio
-import plotly
-from plotly.offline import get_plotlyjs
 
 from berteval.record_lookup import short_name
 from berteval.records import Problem
 from berteval.store import write_atomic
 
-from . import bands, data, disagreements, figures, findings, overview, references, table, twins
+from . import bands, cells, data, disagreements, figures, findings, overview, packing, references, table, twins
 from .board import FIGURE_FUNCTIONS
 from .figures import compare, curves
 
-# plotly.js 4's modebar has a "share to Plotly Cloud" button; an offline report must not offer an upload.
-PLOT_CONFIG = {"displaylogo": False, "responsive": True, "modeBarButtonsToRemove": ["sendChartToCloud"]}
 
 CAPTIONS = {
     "ablation": ("Pooling ablation",
@@ -89,6 +85,10 @@ td.ids{font-family:monospace;font-size:12px;white-space:normal;min-width:150px;m
 .findings li{margin:6px 0}.findings code,.examples code{background:#e8eee6;padding:0 3px}
 table.examples td{white-space:normal;max-width:700px}
 details{margin:6px 0}summary{cursor:pointer}
+details.section{border-top:1px solid #ddd;margin:0}details.section>summary{padding:2px 0}
+details.section>summary h2{display:inline-block;margin:10px 0;border:0;font-size:1.25em}
+table.headline td{white-space:normal;vertical-align:top}table.headline td:first-child{white-space:nowrap;font-weight:bold}
+.pending{color:#777}
 .refs td{white-space:normal;max-width:420px}.refs{border-left:4px solid #9a9a9a}
 tr.sig td{background:#eef5fc}
 .problems{background:#fff4f0;border:1px solid #e8b4a0;padding:8px 14px;margin-top:16px}.problems h2{margin-top:8px}
@@ -101,18 +101,21 @@ table.compact td,table.compact th{padding:3px 9px}table.compact th{cursor:defaul
 table.examples td div{margin:2px 0}.nofig{color:#a33}
 """
 
-# Click a header to sort (numbers by their data-v value), type in the box to keep matching rows.
+# Click a header to sort (numbers by their data-v value), type in the box to keep matching rows; bindTables(root)
+# again for a table unpacked later (packing.py).
 SCRIPT = """
-document.querySelectorAll("table.sortable th").forEach(function(th){th.addEventListener("click",function(){
+function bindTables(root){
+root.querySelectorAll("table.sortable th").forEach(function(th){th.addEventListener("click",function(){
  var t=th.closest("table"),i=th.cellIndex,dir=th.dataset.dir==="asc"?-1:1,b=t.tBodies[0];
  t.querySelectorAll("th").forEach(function(h){delete h.dataset.dir});th.dataset.dir=dir>0?"asc":"desc";
  function v(r){var c=r.cells[i];return c.dataset.v!==undefined?parseFloat(c.dataset.v):c.textContent.toLowerCase()}
  Array.from(b.rows).sort(function(x,y){var p=v(x),q=v(y);return (p>q?1:p<q?-1:0)*dir})
   .forEach(function(r){b.appendChild(r)});});});
-document.querySelectorAll("input.filter").forEach(function(inp){inp.addEventListener("input",function(){
+root.querySelectorAll("input.filter").forEach(function(inp){inp.addEventListener("input",function(){
  var w=inp.value.toLowerCase().split(/\\s+/).filter(Boolean),t=document.getElementById(inp.dataset.table);
  Array.from(t.tBodies[0].rows).forEach(function(r){var s=r.textContent.toLowerCase();
-  r.hidden=!w.every(function(x){return s.indexOf(x)>=0})});});});
+  r.hidden=!w.every(function(x){return s.indexOf(x)>=0})});});});}
+bindTables(document);
 """
 
 e = html.escape
@@ -200,23 +203,16 @@ def _records_frame(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     return prov, recs[cols].rename(columns={"layer_label": "layer"})
 
 
-def _provenance_html(df: pd.DataFrame, records_href: str | None = None) -> str:
-    """The distinct runs, then every record: a link to its CSV where one is written beside the report, else a
-    table in the page."""
-    prov, recs = _records_frame(df)
+def _provenance_html(df: pd.DataFrame, records_link: str | None = None) -> str:
+    """The distinct runs, then every record (with its provenance id, metrics and file) as a packed CSV download."""
+    prov, _ = _records_frame(df)
     notes = sorted({n for n in df["pooler_provenance"] if n})
     notes_html = "".join(f"<p><b>pooler</b> records: the checkpoint's pooler is {e(n)}.</p>" for n in notes)
-    every = (f'<p>Every record ({len(df)}), with its provenance id, metrics and file: '
-             f'<a download href="{e(records_href)}">{e(records_href)}</a> (CSV).</p>' if records_href else
-             f"<h3>Every record ({len(df)})</h3>"
-             + html_table(recs, "records", numeric={"seed", "value", "n_train", "n_eval", "wall_s"}, box=True))
+    every = f"<p>Every record ({len(df)}), with its provenance id, metrics and file: {records_link} (CSV).</p>" \
+        if records_link else ""
     return ("<h3>Runs (command, code, libraries, machine)</h3>"
             + html_table(prov, "prov", classes={"command": "cmd", "versions": "cmd"}, search=False, box=True)
             + notes_html + every)
-
-
-def _figure_div(fig, name: str) -> str:
-    return pio.to_html(fig, full_html=False, include_plotlyjs=False, config=PLOT_CONFIG, div_id=f"fig-{name}")
 
 
 def _inline_md(text: str) -> str:
@@ -272,11 +268,11 @@ def _models_html(df: pd.DataFrame) -> str:
         eff = eff[["model", "task", "regime", "seeds", "differences", "mean (points)", "95% CI (points)"]]
     refs = references.table()
     return (f'<p class="caption">{e(MODELS_CAPTION)}</p>'
-            + _figure_div(compare.model_pooling_figure(df), "models")
+            + packing.figure_div("models")
             + "<h3>Model × pooling (last layer): mean ± std (seeds)</h3>"
             + html_table(compare.model_pooling_table(df), "model-pooling", search=False)
             + f'<h3>Does a trained pooler help? <code>pooler</code> minus <code>cls</code></h3><p class="caption">'
-            + e(EFFECT_CAPTION) + "</p>" + _figure_div(compare.pooler_effect_figure(df), "pooler-effect")
+            + e(EFFECT_CAPTION) + "</p>" + packing.figure_div("pooler_effect")
             + (html_table(eff, "pooler-effect-table", numeric={"mean (points)"}, search=False) if not eff.empty else "")
             + '<h3 id="references">Published numbers (context, not ranked)</h3><p class="caption">From the papers, '
             "checked against their text; other models, data and protocols than berteval's, so they sit beside the "
@@ -294,15 +290,6 @@ class Beside:
         return f"{self.folder}/{name}"
 
 
-def _plotly_name() -> str:
-    return f"plotly-{plotly.__version__}.min.js"
-
-
-NO_PLOTLY = ("<script>if(typeof Plotly==='undefined'){document.querySelectorAll('.plotly-graph-div').forEach("
-             "function(d){d.innerHTML='<p class=nofig>This figure needs {src} beside the report (write it again with "
-             "python -m leaderboard, or with --self-contained for one file).</p>'})}</script>")
-
-
 def _estimates_html(est: pd.DataFrame) -> str:
     tables = overview.estimate_tables(est)
     if not tables:
@@ -312,114 +299,144 @@ def _estimates_html(est: pd.DataFrame) -> str:
                    for i, (t, frame) in enumerate(tables))
 
 
+NAV = [("findings", "findings"), ("twins", "NSP twins"), ("models", "models"), ("ablation", "ablation"),
+       ("layers", "layers"), ("heatmap", "task × pooling"), ("significance", "significance"),
+       ("learning_curves", "learning curves"), ("every_layer", "every layer"), ("span_vector", "span QA from one vector"),
+       ("bands", "rank bands"), ("table", "table"), ("estimates", "k-fold estimates"), ("disagreements", "examples"),
+       ("pairs-section", "paired tests"), ("provenance", "provenance")]
+
+
+PACKED_SECTIONS = ("bands", "table", "disagreements", "pairs-section")  # long tables: 0.8 MB of HTML, 0.1 MB packed
+
+
+def _section(sid: str, heading: str, body: str, packs: dict | None = None) -> str:
+    """A closed section: its heading always in view, its body on demand (and opened by a link to it). With `packs`,
+    a long body goes there packed, put in the page when the section opens."""
+    if packs is not None and sid in PACKED_SECTIONS:
+        packs[f"pack-html-{sid}"] = packing.pack(body)
+        body = packing.lazy_html(f"pack-html-{sid}")
+    return f'<details id="{sid}" class="section"><summary><h2>{heading}</h2></summary>{body}</details>'
+
+
+def _answer_html(answer: list[dict]) -> str:
+    """The first screen: one row per task, then each task's every-model view on demand."""
+    return ('<section id="answer" class="answer"><h2>What the records say</h2><p class="caption">Which vector should '
+            "a head read: the <code>[CLS]</code> state, <code>pooler_output</code> or a mean over tokens? One row per "
+            "task: the best head measured, and the three side by side on the reference encoder (all-MiniLM-L6-v2, "
+            "<code>--model default</code>), the best in bold, with what the paired tests say (Holm-adjusted). Last "
+            "layer, mean over seeds, each setup trained on its largest training set.</p>"
+            + (overview.headline_html(answer) if answer else
+               "<p>There are no result records yet: write some with <code>python -m berteval run ...</code>.</p>")
+            + '<details id="every-model"><summary>Every model, per task: <code>cls</code>, <code>pooler</code>, '
+              "<code>mean</code> and the best head of any pooling, with one sentence each</summary>"
+            + overview.as_html(answer) + "</details></section>")
+
+
+def _figure_sections(figs: dict) -> list[str]:
+    out = []
+    for name in figs:
+        if name in ("models", "pooler_effect"):
+            continue  # drawn in the models section
+        heading, caption = {**CAPTIONS, **curves.CAPTIONS}[name]
+        out.append(_section(name, e(heading), f'<p class="caption">{e(caption)}</p>{packing.figure_div(name)}'))
+    return out
+
+
+def _table_section(tab: pd.DataFrame, csv_link: str, packs: dict) -> str:
+    numeric = {"mean", "std", "ci95_low", "ci95_high", "n_seeds", "n_train", "n_eval"}
+    return _section("table", "Leaderboard table", (
+        '<p class="caption">One row per model × task × regime × pooling × layer × setup: mean ± sample std across '
+        "seeds, 95% Student-t interval, seeds, examples, data checksum (first 12 hex digits of sha256), the command "
+        f"that reproduces it and its record ids. Click a header to sort. {csv_link}</p>"
+        + html_table(tab, "leaderboard", numeric=numeric, classes={"reproduce": "cmd", "run_ids": "ids"}, box=True)),
+        packs)
+
+
+def _detail_sections(ranked, df, band_frame, tests, tab, csv_link, apart, examples, records_link, figs,
+                     packs: dict) -> list[str]:
+    return [
+        _section("findings", "Findings in full", (
+            '<p class="caption">Written from the records, one sentence per task, model and regime: the best last-layer '
+            "head, then its margin over each other head (mean of the per-seed differences with its 95% t-interval, "
+            "which shows how much the margin moves between seeds, not the sampling of the evaluation set) and the "
+            "paired test as the rank bands read it.</p>" + _findings_html(ranked, tests))),
+        _section("twins", "What NSP pre-training changes: the two pre-trained twins", (
+            '<p class="caption"><code>wiki-bert-mini</code> (masked LM + next-sentence prediction) against '
+            "<code>wiki-bert-mini-nonsp</code> (masked LM only), pre-trained here on the same examples in the same "
+            "order from the same initialisation: every cell both hold.</p>" + _twins_html(ranked))),
+        _section("models", "Models side by side", _models_html(ranked)),
+        *_figure_sections(figs),
+        _section("bands", "Rank bands", f'<p class="caption">{e(BANDS_CAPTION)}</p>' + _bands_html(band_frame), packs),
+        _table_section(tab, csv_link, packs),
+        _section("estimates", "k-fold estimates: shown apart, never ranked", (
+            '<p class="caption">Each dev example scored by a head trained on the other folds (dev articles for SQuAD, '
+            "dev pairs for QNLI): not official-dev scores, so never in a band, a finding, a figure or the table.</p>"
+            + _estimates_html(apart))),
+        _section("disagreements", "The examples behind the tests", (
+            '<p class="caption">For every pair of last-layer heads McNemar-tested on the same examples (main setup, '
+            "lowest seed): how many examples each gets right that the other gets wrong (the McNemar counts), and the "
+            "two of each kind where the wrong head was most sure. Every example of one pair: <code>python -m berteval "
+            "disagree --task TASK --model MODEL --a HEAD --b HEAD --seed N --data-dir ../shared/data</code>, or the "
+            "app's viewer.</p>" + examples), packs),
+        _section("pairs-section", "Paired tests", (
+            '<p class="caption">Every pair of heads compared on the same examples and seed; shaded rows: median p '
+            "&lt; 0.05 (uncorrected).</p>" + _pairs_html(ranked)), packs),
+        _section("provenance", "Provenance", (
+            '<p class="caption">Where every number came from: the command that wrote it, the git commit of the code, '
+            "library versions and the machine.</p>"
+            + (_provenance_html(df, records_link) if not df.empty else "<p>No records.</p>"))),
+    ]
+
+
 def build_html(df: pd.DataFrame, problems: list[Problem], sources: list[str] | None = None,
                title: str = "berteval leaderboard", data_dir=None, beside: Beside | None = None) -> str:
-    """The whole report as one HTML string. `data_dir` (or $BERTEVAL_DATA) adds each disagreeing example's text.
-    Without `beside` the page is self-contained (Plotly's JavaScript inside it); with it, Plotly and the CSV
-    files go into `beside.files` for the caller to write, and the page links to them."""
+    """The whole report as one self-contained HTML string. `data_dir` (or $BERTEVAL_DATA) adds each disagreeing
+    example's text. With `beside`, every disagreeing example and every record also go into `beside.files` as CSV
+    (the caller writes them) and the page links them."""
     sources = sources if sources is not None else sorted(set(df["file"]))
     now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     apart = data.estimates(df) if not df.empty else data.estimates(data.frame([]))
     est_mask = data.is_estimate(df) if not df.empty else pd.Series(False, index=df.index)
-    ranked = df[~est_mask]  # k-fold estimates are shown apart, never ranked, drawn or compared
+    # k-fold estimates are shown apart, never ranked, drawn or compared; main setups flagged once (cells.py)
+    ranked = cells.mark_main(df[~est_mask])
     band_frame = bands.rank_bands(ranked)
     tests = bands.pair_tests(ranked, "last")
     figs = {name: (fn(ranked, band_frame) if name == "ablation" else fn(ranked))
-            for name, fn in FIGURE_FUNCTIONS.items() if name not in ("models", "pooler_effect")}
-    fig_html = []
-    for name, fig in figs.items():
-        heading, caption = {**CAPTIONS, **curves.CAPTIONS}[name]
-        fig_html.append(f'<section id="{name}"><h2>{e(heading)}</h2><p class="caption">{e(caption)}</p>'
-                        f"{_figure_div(fig, name)}</section>")
+            for name, fn in FIGURE_FUNCTIONS.items()}
     tab = table.leaderboard_table(ranked, band_frame=band_frame)
-    csv_text = table.to_csv(tab)
-    if beside is not None:
-        beside.files["leaderboard.csv"] = csv_text
-        csv_link = beside.href("leaderboard.csv")
-    else:
-        csv_link = "data:text/csv;charset=utf-8," + urllib.parse.quote(csv_text)
+    packs = {"pack-table": packing.pack(table.to_csv(tab))}
+    csv_link = packing.download("pack-table", "berteval-leaderboard.csv", "Download CSV")
     examples, every = disagreements.report_section(ranked, data_dir, per_kind=2,
                                                    href=beside.href if beside is not None else None)
-    records_href = None
+    records_link = None
+    if not df.empty:
+        packs["pack-records"] = packing.pack(table.to_csv(_records_frame(df)[1]))
+        records_link = packing.download("pack-records", "berteval-records.csv", "records.csv")
     if beside is not None:
         for name, frame in every.items():
             beside.files[name] = table.to_csv(frame)
-        if not df.empty:
-            beside.files["records.csv"] = table.to_csv(_records_frame(df)[1])
-            records_href = beside.href("records.csv")
-    numeric = {"mean", "std", "ci95_low", "ci95_high", "n_seeds", "n_train", "n_eval"}
-    answer = overview.overview(ranked, band_frame, tests, apart)
     body = [
         f"<h1>{e(title)}</h1>",
         f'<p class="meta">{len(df)} record(s) from {len(sources)} file(s), generated {now}. '
         f"Sources: {', '.join(f'<code>{e(shown_path(s))}</code>' for s in sources) or 'none'}.</p>",
-        '<section id="answer" class="answer"><h2>What the records say</h2><p class="caption">Which vector should a '
-        "head read: the <code>[CLS]</code> state, <code>pooler_output</code> or a mean over tokens? Per task: the "
-        "three side by side for every model and regime, the best head of any pooling, and what the paired tests "
-        "say. The sections below hold every pooling, layer, interval and test.</p>"
-        + overview.as_html(answer) + "</section>",
-        '<nav><a href="#findings">findings</a><a href="#twins">NSP twins</a><a href="#models">models</a>'
-        '<a href="#ablation">ablation</a><a href="#layers">layers</a><a href="#heatmap">task × pooling</a>'
-        '<a href="#significance">significance</a><a href="#learning_curves">learning curves</a>'
-        '<a href="#every_layer">every layer</a><a href="#span_vector">span QA from one vector</a>'
-        '<a href="#bands">rank bands</a><a href="#table">table</a><a href="#estimates">k-fold estimates</a>'
-        '<a href="#disagreements">examples</a><a href="#pairs-section">paired tests</a>'
-        '<a href="#provenance">provenance</a></nav>',
+        _answer_html(overview.overview(ranked, band_frame, tests, apart)),
+        "<nav>" + "".join(f'<a href="#{sid}">{e(label)}</a>' for sid, label in NAV) + "</nav>",
         _problems_html(problems),
-        '<section id="findings"><h2>Findings in full</h2><p class="caption">Written from the records, one sentence '
-        "per task, model and regime: the best last-layer head, then its margin over each other head (mean of the "
-        "per-seed differences with its 95% t-interval, which shows how much the margin moves between seeds, not "
-        "the sampling of the evaluation set) and the paired test as the rank bands read it.</p>"
-        + _findings_html(ranked, tests) + "</section>",
-        '<section id="twins"><h2>What NSP pre-training changes: the two pre-trained twins</h2><p class="caption">'
-        "<code>wiki-bert-mini</code> (masked LM + next-sentence prediction) against <code>wiki-bert-mini-nonsp</code>"
-        " (masked LM only), pre-trained here on the same examples in the same order from the same initialisation: "
-        "every cell both hold.</p>" + _twins_html(ranked) + "</section>",
-        '<section id="models"><h2>Models side by side</h2>' + _models_html(ranked) + "</section>",
-        *fig_html,
-        '<section id="bands-section"><h2 id="bands">Rank bands</h2><p class="caption">' + e(BANDS_CAPTION) + "</p>"
-        + _bands_html(band_frame) + "</section>",
-        '<section id="table"><h2>Leaderboard table</h2><p class="caption">One row per model × task × regime × '
-        "pooling × layer: mean ± sample std across seeds, 95% Student-t interval, seeds, examples, data "
-        "checksum (first 12 hex digits of sha256). Click a header to sort. "
-        f'<a download="berteval-leaderboard.csv" href="{e(csv_link)}">Download CSV</a></p>'
-        + html_table(tab, "leaderboard", numeric=numeric, classes={"reproduce": "cmd", "run_ids": "ids"}, box=True)
-        + "</section>",
-        '<section id="estimates"><h2>k-fold estimates: shown apart, never ranked</h2><p class="caption">Each dev '
-        "example scored by a head trained on the other folds (dev articles for SQuAD, dev pairs for QNLI): not "
-        "official-dev scores, so never in a band, a finding, a figure or the table above.</p>"
-        + _estimates_html(apart) + "</section>",
-        '<section id="disagreements"><h2>The examples behind the tests</h2><p class="caption">For every pair of '
-        "last-layer heads McNemar-tested on the same examples (main setup, lowest seed): how many examples each "
-        "gets right that the other gets wrong (the McNemar counts), and the two of each kind where the wrong head "
-        "was most sure. For one pair on the command line: <code>python -m berteval disagree --task TASK --model "
-        "MODEL --a HEAD --b HEAD --seed N --data-dir ../shared/data</code>.</p>" + examples + "</section>",
-        '<section id="pairs-section"><h2>Paired tests</h2><p class="caption">Every pair of heads compared on the '
-        "same examples and seed; shaded rows: median p &lt; 0.05 (uncorrected).</p>"
-        + _pairs_html(ranked) + "</section>",
-        '<section id="provenance"><h2>Provenance</h2><p class="caption">Where every number came from: the command '
-        "that wrote it, the git commit of the code, library versions and the machine.</p>"
-        + (_provenance_html(df, records_href) if not df.empty else "<p>No records.</p>") + "</section>",
+        *_detail_sections(ranked, df, band_frame, tests, tab, csv_link, apart, examples, records_link, figs, packs),
     ]
-    if beside is None:
-        script = f'<script type="text/javascript">{get_plotlyjs()}</script>'
-        tail = ""
-    else:
-        beside.files[_plotly_name()] = get_plotlyjs()
-        src = beside.href(_plotly_name())
-        script = f'<script type="text/javascript" src="{e(src)}"></script>'
-        tail = NO_PLOTLY.replace("{src}", e(src))
+    packed = "".join(packing.element(k, v) for k, v in packs.items())
     return ("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{e(title)}</title>"
-            f"<style>{STYLE}</style>{script}</head>"
-            f"<body>{''.join(body)}{tail}<script>{SCRIPT}</script></body></html>\n")
+            f"<style>{STYLE}</style></head><body>{''.join(body)}"
+            f"{packing.plotly_element()}{packing.figures_element(figs)}{packed}"
+            f"<script>{SCRIPT}{packing.script()}</script></body></html>\n")
 
 
 def write_report(out: str | os.PathLike, paths: Iterable[str | os.PathLike] | None = None,
                  title: str = "berteval leaderboard", repo: str | None = None,
-                 data_dir=None, self_contained: bool = False) -> tuple[Path, pd.DataFrame, list[Problem]]:
-    """Load the records (the results root by default, or a dataset repo's snapshot), write the report (and, unless
-    `self_contained`, the files it links to in `<name>_files/` beside it), return what it showed."""
+                 data_dir=None, with_files: bool = False) -> tuple[Path, pd.DataFrame, list[Problem]]:
+    """Load the records (the results root by default, or a dataset repo's snapshot), write the report (and, with
+    `with_files`, every disagreeing example as CSV in `<name>_files/` beside it), return what it showed."""
     fetched: list[Problem] = []
     if paths is None:
         paths, fetched = data.default_paths(repo)
@@ -428,7 +445,7 @@ def write_report(out: str | os.PathLike, paths: Iterable[str | os.PathLike] | No
     problems = fetched + problems
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    beside = None if self_contained else Beside(f"{out.stem}_files")
+    beside = Beside(f"{out.stem}_files") if with_files else None
     page = build_html(df, problems, [str(f) for f in files], title, data_dir, beside)
     # Each file whole or not at all (a full disk, a file-size limit, a kill leave the previous one and say so);
     # the files the page links to first, the page last.

@@ -17,7 +17,7 @@ import pandas as pd
 from berteval import markup
 from berteval.store import write_atomic
 
-from . import bands, data
+from . import bands, cells, data
 
 FILTERS = ("model", "task", "pooling", "regime")
 COLUMNS = ["model", "task", "regime", "pooling", "layer", "main_metric", "mean ± std", "band", "mean", "std",
@@ -43,7 +43,7 @@ def leaderboard_table(df: pd.DataFrame, model=None, task=None, pooling=None, reg
     `reproduce` is the command that wrote the row's records, `run_ids` their record ids (seed order).
     """
     rows = data.filter_records(df, model=model, task=task, pooling=pooling, regime=regime)
-    agg = data.aggregate(rows).rename(columns={"layer_label": "layer_name"})
+    agg = cells.select(rows, "all", None).rename(columns={"layer_label": "layer_name"})
     if agg.empty:
         return pd.DataFrame(columns=COLUMNS)
     band_frame = bands.rank_bands(df) if band_frame is None else band_frame

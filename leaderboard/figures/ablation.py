@@ -29,9 +29,7 @@ def pooling_ablation(df: pd.DataFrame, band_frame: pd.DataFrame | None = None) -
              "<sup>b1, b2, ...: rank band (heads in one band are not separated by the paired tests, Holm-corrected); "
              "each model's largest training set (smaller ones: the learning curves)</sup>")
     full = df
-    main = data.main_setups(df) if isinstance(df, pd.DataFrame) and not df.empty and "n_train" in df else df
-    df, agg, msg = prepared(main, title, lambda d: d["layer"] == -1,
-                            "no last-layer records (layer -1): the per-layer figure shows the others")
+    df, agg, msg = prepared(df, title, "no last-layer records (layer -1): the per-layer figure shows the others")
     if msg:
         return msg
     band_frame = bands.rank_bands(full) if band_frame is None else band_frame
@@ -62,6 +60,7 @@ def pooling_ablation(df: pd.DataFrame, band_frame: pd.DataFrame | None = None) -
             error_y=dict(type="data", array=panel["ci95_half"].fillna(0), visible=True, thickness=2.2,
                          width=10, color="#222"),
             hovertext=[hover(r, scale) for _, r in panel.iterrows()], hoverinfo="text",
+            customdata=panel["run_ids"].tolist(),  # each diamond's table row (cells.py)
         ), row=i, col=1)
         # Each seed as a small open circle beside its mean: with three seeds the points are the data.
         seeds = seeds.assign(setup=data.setup_labels(seeds))

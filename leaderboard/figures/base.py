@@ -19,7 +19,7 @@ from plotly.subplots import make_subplots
 
 from berteval.record_lookup import short_name
 
-from .. import data
+from .. import cells, data
 from ..labels import regime_name, task_name
 from .style import FONT, GAP_PX, PANEL_PX, fmt
 
@@ -67,17 +67,20 @@ def usable(df, title: str, needed=("model", "task", "regime", "pooling", "layer"
     return df, None
 
 
-def prepared(df, title: str, keep, nothing: str):
-    """(records kept by `keep`, their per-seed aggregate with setup labels, None), or a message figure
-    saying `nothing` where no row is left: the common first step of the metric figures."""
+def prepared(df, title: str, nothing: str, setups: str = "main", layer: int | None = -1, keep=None):
+    """(the records behind the cells, the cells (cells.select: the table's rows), None), or a message figure saying
+    `nothing` where no cell is left: the common first step of the metric figures. `keep` narrows the records
+    further (e.g. to the poolings a figure draws)."""
     df, msg = usable(df, title)
     if msg:
         return None, None, msg
-    df = df[keep(df)]
-    agg = data.aggregate(df)
+    df = cells.main_rows(df) if setups == "main" else df
+    df = df if layer is None else df[df["layer"] == layer]
+    if keep is not None:
+        df = df[keep(df)]
+    agg = cells.select(df, setups, layer)
     if agg.empty:
         return None, None, message(title, nothing)
-    agg["setup"] = data.setup_labels(agg)
     return df, agg, None
 
 

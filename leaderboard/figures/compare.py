@@ -20,7 +20,7 @@ import plotly.graph_objects as go
 from berteval.record_lookup import short_name
 from berteval.stats import summarise
 
-from .. import data, references
+from .. import cells, data, references
 from ..labels import reading_order, regime_name, task_name
 from .base import fails_soft, hover, message, panels, usable, y_range
 from .style import FONT, LEGEND_SIDE, colour, fmt, metric_scale, metric_title
@@ -28,11 +28,11 @@ from .style import FONT, LEGEND_SIDE, colour, fmt, metric_scale, metric_title
 MODEL_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
 REFERENCE_COLOUR = "#7f7f7f"
 EFFECT_COLUMNS = ["model", "task", "regime", "n_seeds", "seeds", "diffs", "differences", "mean", "ci95_low",
-                  "ci95_high", "scale"]  # diffs, differences, mean and the interval in points
+                  "ci95_high", "scale", "pair_ids"]  # diffs, differences, mean and the interval in points
 
 
 def _last_layer_main(df: pd.DataFrame) -> pd.DataFrame:
-    main = data.main_setups(df)
+    main = cells.main_rows(df)
     return main[main["layer"] == -1]
 
 
@@ -40,7 +40,7 @@ def model_pooling_table(df: pd.DataFrame) -> pd.DataFrame:
     """Rows task x regime x model, one column per pooling: 'mean ± std (n)' at the last layer (main setup)."""
     if df is None or df.empty:
         return pd.DataFrame(columns=["task", "regime", "model"])
-    agg = data.aggregate(_last_layer_main(df))
+    agg = cells.select(df, "main", -1)
     if agg.empty:
         return pd.DataFrame(columns=["task", "regime", "model"])
     cols = data.pooling_order(agg["pooling"])
@@ -66,7 +66,7 @@ def model_pooling_figure(df: pd.DataFrame, with_references: bool = True) -> go.F
     df, msg = usable(df, title)
     if msg:
         return msg
-    agg = data.aggregate(_last_layer_main(df))
+    agg = cells.select(df, "main", -1)
     if agg.empty:
         return message(title, "no last-layer records")
     keys = reading_order(agg.groupby(["task", "regime"]).groups, ("task", "regime"))
@@ -87,7 +87,7 @@ def model_pooling_figure(df: pd.DataFrame, with_references: bool = True) -> go.F
                 marker=dict(size=13, symbol="diamond", color=colours[model], line=dict(width=1, color="#222")),
                 error_y=dict(type="data", array=g["ci95_half"].fillna(0), visible=True, thickness=2, width=8),
                 hovertext=[f"<b>{short_name(model)}</b><br>{hover(r, scale)}" for _, r in g.iterrows()],
-                hoverinfo="text"), row=i, col=1)
+                hoverinfo="text", customdata=g["run_ids"].tolist()), row=i, col=1)
             shown.add(model)
         if not refs.empty:
             fig.add_trace(go.Scatter(
@@ -116,6 +116,7 @@ def pooler_minus_cls(df: pd.DataFrame) -> pd.DataFrame:
     for (model, task, regime), g in main.groupby(["model", "task", "regime"], sort=True):
         p = g[g["pooling"] == "pooler"].set_index("seed")["value"]
         c = g[g["pooling"] == "cls"].set_index("seed")["value"]
+        p_ids, c_ids = (g[g["pooling"] == h].set_index("seed")["run_id"] for h in ("pooler", "cls"))
         seeds = sorted(set(p.index) & set(c.index))
         if not seeds:
             continue
@@ -127,7 +128,9 @@ def pooler_minus_cls(df: pd.DataFrame) -> pd.DataFrame:
         rows.append({"model": model, "task": task, "regime": regime, "n_seeds": s.n,
                      "seeds": ", ".join(str(x) for x in seeds), "diffs": diffs,
                      "differences": ", ".join(f"{d:+.2f}" for d in diffs),
-                     "mean": s.mean, "ci95_low": s.ci95_low, "ci95_high": s.ci95_high, "scale": scale})
+                     "mean": s.mean, "ci95_low": s.ci95_low, "ci95_high": s.ci95_high, "scale": scale,
+                     # the two heads' records, seed order: which table rows the difference is taken between
+                     "pair_ids": [" ".join(ids[s] for s in seeds) for ids in (p_ids, c_ids)]})
     return pd.DataFrame(rows, columns=EFFECT_COLUMNS)
 
 
@@ -154,7 +157,7 @@ def pooler_effect_figure(df: pd.DataFrame) -> go.Figure:
                    + (f", 95% CI [{a:+.2f}, {b:+.2f}]" if not math.isnan(a) else ", one seed: no interval")
                    + f"<br>per seed ({r.seeds}): {r.differences}"
                    for r, m, a, b in zip(eff.itertuples(), mean, lo, hi)],
-        hoverinfo="text"))
+        hoverinfo="text", customdata=eff["pair_ids"].tolist()))
     for r in eff.itertuples():
         fig.add_trace(go.Scatter(x=r.diffs, y=[r.label] * len(r.diffs), mode="markers", showlegend=False,
                                  hoverinfo="skip", marker=dict(symbol="circle-open", size=8, color="#555")))

@@ -22,7 +22,7 @@ import plotly.graph_objects as go
 
 from berteval.stats import summarise
 
-from .. import data
+from .. import cells, data
 from ..labels import reading_order, regime_name, regime_rank
 from .base import fails_soft, message, panel_title, panels, usable
 from .style import LEGEND_SIDE, LEGEND_TOP, colour, fmt, metric_scale, metric_title
@@ -54,8 +54,9 @@ def _point_hover(row: pd.Series, scale: float, x_text: str) -> str:
 
 
 def _lines(agg: pd.DataFrame, key: list[str], x: str) -> pd.DataFrame:
-    """Rows of `agg` on lines of `key` with two or more distinct `x`; at a repeated x the most-seeded setup."""
-    agg = agg.sort_values("n_seeds", ascending=False).drop_duplicates(key + [x])
+    """Rows of `agg` on lines of `key` with two or more distinct `x`; at a repeated x the main setup's cell, else the
+    most-seeded one (every point is still a row of the table)."""
+    agg = agg.sort_values(["main", "n_seeds"], ascending=False, kind="stable").drop_duplicates(key + [x])
     n = agg.groupby(key)[x].transform("nunique")
     return agg[n >= 2]
 
@@ -69,6 +70,7 @@ def _draw_line(fig, line: pd.DataFrame, x: list, name: str, dash: str, scale: fl
         x=x, y=line["mean"], mode="lines+markers", name=name, legendgroup=name, showlegend=name not in shown,
         line=dict(color=hue, width=2.4, dash=dash), marker=dict(size=8, color=hue),
         hovertext=[_point_hover(r, scale, x_text(r)) for _, r in line.iterrows()], hoverinfo="text",
+        customdata=line["run_ids"].tolist(),  # each point's table row (cells.py)
     ), row=row, col=1)
     shown.add(name)
 
@@ -82,7 +84,7 @@ def learning_curves(df: pd.DataFrame) -> go.Figure:
     df, msg = usable(df, title, needed=CURVE_COLUMNS)
     if msg:
         return msg
-    agg = data.aggregate(df[(df["layer"] == -1) & (pd.to_numeric(df["n_train"]) > 0)])
+    agg = cells.select(df[pd.to_numeric(df["n_train"]) > 0], "all", -1)  # every training size is a table row
     agg = _lines(agg, ["task", "model", "regime", "pooling", "dtype"], "n_train")
     if agg.empty:
         return message(title, "no learning-curve records: a pooling needs records at two or more training sizes "
@@ -118,7 +120,7 @@ def every_layer(df: pd.DataFrame) -> go.Figure:
     df, msg = usable(df, title)
     if msg:
         return msg
-    agg = _lines(data.aggregate(data.main_setups(df)), ["task", "model", "regime", "pooling"], "layer_label")
+    agg = _lines(cells.select(df, "main", None), ["task", "model", "regime", "pooling"], "layer_label")
     if agg.empty:
         return message(title, "no layer records: a pooling needs records at two or more layers "
                               "(`python -m berteval run ... --layers 0,1,2,3,4,5,6`)")
@@ -141,14 +143,17 @@ def every_layer(df: pd.DataFrame) -> go.Figure:
 
 
 def span_heads(df: pd.DataFrame) -> pd.DataFrame:
-    """Per task, model and dtype of the probe: the per-token head and each one-vector head, EM and F1 across seeds."""
+    """Per task and model of the probe (its main setup: the table's rows), the per-token head and each one-vector
+    head, EM and F1 across seeds."""
     rows = []
-    probe = df[df["regime"] == "probe"]
+    probe = cells.main_rows(df)
+    probe = probe[probe["regime"] == "probe"]
     span_tasks = set(probe.loc[probe["pooling"] == SPAN, "task"])
     for (task, model, dtype, pooling), g in probe[probe["task"].isin(span_tasks)].groupby(
             ["task", "model", "dtype", "pooling"]):
         row = {"task": task, "model": model, "dtype": dtype, "pooling": pooling, "n_seeds": len(g),
-               "seeds": ", ".join(str(s) for s in sorted(g["seed"]))}
+               "seeds": ", ".join(str(s) for s in sorted(g["seed"])),
+               "run_ids": " ".join(g.sort_values("seed")["run_id"])}
         for metric in ("exact_match", "f1"):
             s = summarise(m.get(metric, math.nan) for m in g["metrics"])
             row.update({metric: s.mean, f"{metric}_half": (s.ci95_high - s.mean) if s.n > 1 else math.nan})
@@ -190,6 +195,8 @@ def span_vector(df: pd.DataFrame) -> go.Figure:
                             line=dict(color="#222", width=1)),
                 error_y=dict(type="data", array=panel[f"{metric}_half"].fillna(0), visible=True, color="#222"),
                 text=[f"{v:.1f}" for v in panel[metric]], textposition="outside",
+                # the F1 bars are the table's cells (F1 is SQuAD's main metric); exact match is not in the table
+                customdata=panel["run_ids"].tolist() if metric == "f1" else None,
                 hovertext=[f"<b>{lab}</b><br>{name} {v:.2f}<br>{n} seed(s): {s}" for lab, v, n, s in
                            zip(labels, panel[metric], panel["n_seeds"], panel["seeds"])], hoverinfo="text",
             ), row=i, col=1)

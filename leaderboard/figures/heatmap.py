@@ -22,7 +22,7 @@ from .style import fmt, metric_scale
 def task_pooling_heatmap(df: pd.DataFrame) -> go.Figure:
     """Per model, tasks (and regimes) by poolings at the last layer; colour is relative within each row."""
     title = "Task × pooling per model (last layer): colour ranks poolings within each task, text is the score"
-    _, agg, msg = prepared(df, title, lambda d: d["layer"] == -1, "no last-layer records (layer -1)")
+    _, agg, msg = prepared(df, title, "no last-layer records (layer -1)")
     if msg:
         return msg
     models = sorted(agg["model"].unique())
@@ -30,34 +30,34 @@ def task_pooling_heatmap(df: pd.DataFrame) -> go.Figure:
     n_rows = [len(agg[agg["model"] == m][["task", "regime"]].drop_duplicates()) for m in models]
     fig = panels([short_name(m) for m in models], panel_px=[75 * k for k in n_rows])
     for i, model in enumerate(models, start=1):
-        m = agg[agg["model"] == model]
-        # A cell averages seeds of one setup; when setups differ, the most-seeded one speaks.
-        m = m.sort_values("n_seeds", ascending=False).drop_duplicates(["task", "regime", "pooling"])
+        m = agg[agg["model"] == model]  # one setup per task and regime (cells.select): the table's main rows
         cols = data.pooling_order(agg["pooling"])  # the same columns for every model, so panels line up
         rows = reading_order(m.groupby(["task", "regime"]).groups, ("task", "regime"))
-        z, text, hover = [], [], []
+        z, text, hover, ids = [], [], [], []
         for task, regime in rows:
             r = m[(m["task"] == task) & (m["regime"] == regime)].set_index("pooling")
             scale = metric_scale(r["mean"])
             lo, hi = r["mean"].min(), r["mean"].max()
-            zr, tr, hr = [], [], []
+            zr, tr, hr, ir = [], [], [], []
             for p in cols:
                 if p not in r.index:
-                    zr.append(None), tr.append("—"), hr.append(f"{task} · {regime} · {p}: not measured")
+                    zr.append(None), tr.append("—"), ir.append("")
+                    hr.append(f"{task} · {regime} · {p}: not measured")
                     continue
                 v = r.loc[p, "mean"]
                 # 0 = this task's worst pooling, 1 = its best; a lone pooling sits in the middle.
                 zr.append(0.5 if hi == lo else (v - lo) / (hi - lo))
                 tr.append(f"{fmt(v, scale)}<br>±{fmt(r.loc[p, 'std'], scale)}")
+                ir.append(r.loc[p, "run_ids"])
                 hr.append(f"{task} · {regime} · {p}<br>{r.loc[p, 'main_metric']} {fmt(v, scale)} "
                           f"± {fmt(r.loc[p, 'std'], scale)} (std), {r.loc[p, 'n_seeds']} seed(s)"
                           + ("<br>the only pooling measured here: no rank" if hi == lo else ""))
-            z.append(zr), text.append(tr), hover.append(hr)
+            z.append(zr), text.append(tr), hover.append(hr), ids.append(ir)
         metric = dict(zip(m["task"], m["main_metric"]))
         ylabels = [f"{task_name(task)} · {regime_name(regime)}<br>({metric_name(metric[task])})" for task, regime in rows]
         fig.add_trace(go.Heatmap(
             z=z, x=cols, y=ylabels, text=text, texttemplate="%{text}", textfont=dict(size=13),
-            hovertext=hover, hoverinfo="text", coloraxis="coloraxis", xgap=3, ygap=3,
+            hovertext=hover, hoverinfo="text", coloraxis="coloraxis", xgap=3, ygap=3, customdata=ids,
         ), row=i, col=1)
         fig.update_yaxes(autorange="reversed", title_text="task · regime", showgrid=False, row=i, col=1)
         fig.update_xaxes(title_text="pooling", showgrid=False, row=i, col=1)

@@ -23,8 +23,8 @@ def layer_curves(df: pd.DataFrame) -> go.Figure:
     """Main metric against hidden-state layer for cls and mean, where records exist at two or more layers."""
     title = "Per-layer ablation: which hidden layer to read (cls and mean), mean and 95% CI across seeds"
     # Each group's main setup (its largest training set): a learning curve's smaller sets read no other layer.
-    main = data.main_setups(df) if isinstance(df, pd.DataFrame) and not df.empty and "n_train" in df else df
-    _, agg, msg = prepared(main, title, lambda d: d["pooling"].isin(LAYER_POOLINGS), "no cls or mean records")
+    _, agg, msg = prepared(df, title, "no cls or mean records", layer=None,
+                           keep=lambda d: d["pooling"].isin(LAYER_POOLINGS))
     if msg:
         return msg
     # A curve needs two points: keep (task, model, regime, pooling, setup) lines with 2+ layers.
@@ -51,6 +51,7 @@ def layer_curves(df: pd.DataFrame) -> go.Figure:
                 marker=dict(size=10, color=colour(pooling)),
                 error_y=dict(type="data", array=line["ci95_half"].fillna(0), visible=True, thickness=2, width=8),
                 hovertext=[hover(r, scale) for _, r in line.iterrows()], hoverinfo="text",
+                customdata=line["run_ids"].tolist(),
             ), row=i, col=1)
             shown.add(name)
         fig.update_xaxes(type="category", categoryorder="array", categoryarray=order,

@@ -29,8 +29,9 @@ def test_figures_are_named_in_words():
 
 def test_the_tab_opens_on_the_first_view_and_builds_no_figure():
     summary, table, csv, first, estimates, box = app.board("all", "all", "all", "all", "")
-    assert first.startswith("#### SST-2") and first.count("####") == 7  # one compact view per task
-    assert "| regime | model | cls | pooler | mean |" in first
+    # one row per task first (the answer on one screen), then one compact view per task, the model column first
+    assert first.startswith("#### What the records say, per task") and first.count("####") == 8
+    assert "| model | regime | cls | pooler | mean |" in first
     assert "k-fold estimates" in estimates and "SQuAD" in estimates  # the committed SQuAD k-fold records, apart
     assert set(app.board_figures("all", "all", "all", "all", ())) == {None}  # nothing open, nothing drawn
 

@@ -326,64 +326,71 @@ def test_views_applies_filters_and_keeps_all_choices(tmp_path):
 
 # -- report ----------------------------------------------------------------------------------------------------
 
-def test_report_links_the_files_beside_it_and_names_every_record(tmp_path):
+def unpacked(page: str) -> dict[str, str]:
+    """Every pack of a report (leaderboard/packing.py), unpacked as the page's script does: gzip'd base64."""
+    import base64
+    import gzip
+
+    found = re.findall(r'<script type="application/gzip;base64" id="([^"]+)">([^<]*)</script>', page)
+    return {k: gzip.decompress(base64.b64decode(v)).decode("utf-8") for k, v in found}
+
+
+def test_report_is_one_file_with_plotly_figures_and_csv_packed_inside(tmp_path):
     path = write(tmp_path / "r.jsonl", full_records())
     out = tmp_path / "report.html"
     result = subprocess.run([sys.executable, "-m", "leaderboard", "--out", str(out), str(path)], cwd=REPO,
                             capture_output=True, text=True, check=True)
-    assert "wrote" in result.stdout and "49 records" in result.stdout and "report_files" in result.stdout
+    assert "wrote" in result.stdout and "49 records" in result.stdout and "report_files" not in result.stdout
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["r.jsonl", "report.html"]  # nothing beside it
     page = out.read_text()
-    # Plotly's JavaScript and the CSV files lie beside the page, linked relatively: nothing from the network.
-    srcs = re.findall(r"<script[^>]*\ssrc=\"([^\"]+)\"", page)
-    assert srcs == ["report_files/plotly-" + plotly.__version__ + ".min.js"]
-    assert "plotly.js v" not in page and (tmp_path / srcs[0]).read_text().startswith("/**")
-    for name in ("leaderboard.csv", "records.csv"):  # disagreements-*.csv need predictions: the committed records' (below)
-        assert f'href="report_files/{name}"' in page and (tmp_path / "report_files" / name).stat().st_size > 0
+    # nothing fetched from anywhere: no src, no link leaving the page
+    assert re.search(r"<script[^>]*\ssrc=", page) is None
     assert "://" not in " ".join(re.findall(r'(?:src|href)="([^"]+)"', page))
-    assert page.count("Plotly.newPlot") == 9  # 4 figures + models + pooler effect + 3 curves
-    assert page.count('"modeBarButtonsToRemove": ["sendChartToCloud"]') == 9  # no upload button offline
-    records = pd.read_csv(tmp_path / "report_files" / "records.csv")
+    packs = unpacked(page)
+    assert packs["pack-plotly"].startswith("/**") and "plotly.js v" in packs["pack-plotly"][:300]
+    figs = json.loads(packs["pack-figures"])
+    assert len(figs) == 9 and figs["ablation"]["data"]  # every figure, drawn when its section opens
+    assert page.count('data-fig="') == 9 and '"modeBarButtonsToRemove": ["sendChartToCloud"]' in page
+    records = pd.read_csv(io.StringIO(packs["pack-records"]))
     assert sorted(records["run_id"]) == sorted(r.run_id for r in full_records())
+    table_html = packs["pack-html-table"]
     for r in full_records():
-        assert r.run_id in page  # in the table's record ids
+        assert r.run_id in table_html  # in the table's record ids
         for s in (r.model, r.task, r.pooling):
-            assert f"<td>{s}</td>" in page
-    assert "python -m berteval run --task squad --pooling span" in page and "0123456789abcdef" in page
+            assert f"<td>{s}</td>" in table_html
+    assert "python -m berteval run --task squad --pooling span" in table_html and "0123456789abcdef" in page
     assert "torch 2.13.0" in page
-
-
-def test_report_self_contained_is_one_file(tmp_path):
-    path = write(tmp_path / "r.jsonl", full_records())
-    out, _, _ = report.write_report(tmp_path / "one.html", [path], self_contained=True)
-    page = out.read_text()
-    assert re.search(r"<script[^>]*\ssrc=", page) is None and not (tmp_path / "one_files").exists()
-    assert "plotly.js v" in page and "data:text/csv" in page and page.count("Plotly.newPlot") == 9
-    for r in full_records():
-        assert r.run_id in page
+    assert pd.read_csv(io.StringIO(packs["pack-table"]))["run_ids"].str.len().min() > 0
 
 
 def test_report_of_the_committed_records_is_small_and_opens_on_the_answer(tmp_path):
-    """The committed records' report (6.6 MB and 87,762 px tall before issue 28, Plotly inside and hundreds of
-    collapsed disagreement rows): its page is now a fraction of that, opens on what the records say per task, and
-    links every disagreeing example as a CSV file beside it."""
-    out, df, _ = report.write_report(tmp_path / "report.html")
+    """The committed records' report (1.7 MB plus 14.1 MB beside it, 91,057 px tall, 3 min 04 s, issue 42): one
+    file under 3 MB whose first screen answers each task, every other section closed until opened."""
+    out, df, _ = report.write_report(tmp_path / "report.html", with_files=True)
     page = out.read_text()
-    assert out.stat().st_size < 2_000_000, out.stat().st_size
+    assert out.stat().st_size < 3_000_000, out.stat().st_size
     body = page[page.index("<body>"):]
     first = body.index('id="answer"')
     assert first < body.index("<nav>") < body.index('id="findings"')
-    answer = body[first:body.index("</section>", first)]
-    for words in ("SST-2", "NSP", "SQuAD", "<th>cls</th><th>pooler</th><th>mean</th>", "The best head measured is"):
-        assert words in answer
-    assert "<details>" not in body  # no wall of collapsed rows: a few examples per pair, the rest in the CSV
-    shown = body[body.index('id="disagreements"'):body.index('id="pairs-section"')]
+    answer = body[first:body.index('<details id="every-model"', first)]
+    for task in ("SST-2", "NSP", "MRPC", "RTE", "STS-B", "QNLI", "SQuAD"):  # a row per task, on the first screen
+        assert f"<td>{task}" in answer, task
+    assert "the three vectors on all-MiniLM-L6-v2" in answer  # the reference encoder, not the shortest name
+    every = body[body.index('<details id="every-model"'):body.index("</details>", body.index('id="every-model"'))]
+    for words in ("<th>cls</th><th>pooler</th><th>mean</th>", "The best head measured is"):
+        assert words in every
+    # every section after the answer is closed: its heading shows, its body opens on demand
+    sections = re.findall(r'<details id="([^"]+)" class="section">', body)
+    assert {"findings", "models", "heatmap", "table", "disagreements", "provenance"} <= set(sections)
+    assert " open" not in "".join(re.findall(r"<details[^>]*>", body))
+    shown = unpacked(page)["pack-html-disagreements"]
+    assert "disagreements: A right / B right" in shown and "k-fold" in body[body.index('id="estimates"'):]
+    # --with-files: every disagreeing example of a model, task and regime in a CSV beside the page, linked from it
     linked = re.findall(r'href="report_files/(disagreements-[^"]+\.csv)"', shown)
-    assert "disagreements-sst2-all-MiniLM-L6-v2-probe.csv" in linked  # one file per model, task and regime
+    assert "disagreements-sst2-all-MiniLM-L6-v2-probe.csv" in linked
     every = pd.concat([pd.read_csv(tmp_path / "report_files" / name) for name in linked])
     assert len(every) > 10 * shown.count("<tr>")  # the page shows a few, the files hold them all
-    # McNemar-tested pairs only (SQuAD's probe heads have none; STS-B's paired test is a bootstrap)
-    assert set(every["task"]) <= {"sst2", "nsp", "mrpc", "rte", "qnli"}
-    assert "k-fold" in body[body.index('id="estimates"'):body.index('id="disagreements"')]
+    assert set(every["task"]) <= {"sst2", "nsp", "mrpc", "rte", "qnli"}  # McNemar-tested pairs only
 
 
 def test_report_of_nothing_still_writes(tmp_path):

@@ -80,8 +80,8 @@ def test_report_has_the_twins_section_and_escapes_record_fields(tmp_path):
     bad = "x<img src=x onerror=alert(1)>"
     extra = [make_record(run_id=f"bad-{m}", model=m, pooling=bad, metrics={"accuracy": 0.5}) for m in (NSP, NO)]
     _frame(tmp_path, extra)
-    out, _, _ = report.write_report(tmp_path / "report.html", [tmp_path / "r.jsonl"], "t", self_contained=True)
+    out, _, _ = report.write_report(tmp_path / "report.html", [tmp_path / "r.jsonl"], "t")
     page = out.read_text()
-    section = page.split('<section id="twins">')[1].split("</section>")[0]
+    section = page.split('<details id="twins" class="section">')[1].split("</details>")[0]
     assert "+3.0 [95% CI" in section and "92.6" in section
     assert "<img" not in section
