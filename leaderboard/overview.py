@@ -60,7 +60,8 @@ def _aggregate(rows: pd.DataFrame, band_frame: pd.DataFrame | None) -> pd.DataFr
 
 
 # The reference encoder: what `--model default` records (berteval.models.loading.DEFAULT_MODEL_ID, which imports
-# torch; tests/leaderboard/test_cells.py holds the two equal). Every derived encoder and twin is read against it.
+# torch; tests/leaderboard/test_cells.py checks it against the committed `default` records). Every derived encoder
+# and twin is read against it.
 REFERENCE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
 

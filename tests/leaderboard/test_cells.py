@@ -121,3 +121,13 @@ def test_the_committed_figures_draw_the_tables_numbers(task):
         n = _check_against_table(b.figure(name, task=task), tab, name)
         if name in DRAWS_CELLS[task]:
             assert n > 0, f"{name} marks no cell for task={task}"
+
+
+def test_the_first_view_speaks_of_the_reference_encoder_the_default_model_loads():
+    """overview.REFERENCE_MODEL spells out what `--model default` records (the loader's id imports torch, which the
+    leaderboard must not); the committed records agree: their `default` runs carry that model id."""
+    from berteval.records import read_records
+    from conftest import REPO
+
+    recs, _ = read_records([REPO / "leaderboard" / "results" / "sst2.jsonl"])
+    assert {r.model for r in recs if r.config.get("model_source") == "default"} == {overview.REFERENCE_MODEL}
