@@ -9,6 +9,7 @@ with AdamW and gradient clipping, interleaved round by round (the machine's load
 reported. Model FLOPs utilisation = each step's own executed FLOPs (forward x 3: the backward pass costs twice
 the forward) over its time, as a share of the best bf16 matmul throughput measured in the same process.
 Examples: random ids of the vocabulary (speed does not depend on the text); say so beside the figures.
+A third path is the second twins' step (the gen2 recipe): the same objective at 4x the batch with dropout off.
 """
 
 from __future__ import annotations
@@ -69,7 +70,9 @@ def _batches(tokenizer_vocab: int, n: int, batch: int, length: int, seed: int = 
 
 
 def measure(threads: int | None = None, batch: int = 32, length: int = 128, rounds: int = 5, steps: int = 3,
-            log=print, shape: dict | None = None, vocab: int = VOCAB) -> dict:
+            log=print, shape: dict | None = None, vocab: int = VOCAB, big_batch: int = 128) -> dict:
+    """berteval's step (the first twins': batch `batch`, dropout 0.1), transformers' standard step on the same
+    batches, and the gen2 recipe's step (batch `big_batch`, no dropout), interleaved round by round."""
     from ..derive import pretrain
     from .encoders import machine, matmul_peak
 
@@ -77,17 +80,23 @@ def measure(threads: int | None = None, batch: int = 32, length: int = 128, roun
         torch.set_num_threads(threads)
     hyper = {**SHAPE, **(shape or {})}
     tok, batches = _batches(vocab, steps, batch, length)
+    _, big = _batches(vocab, steps, big_batch, length, seed=1)
+    batches_of = {"berteval": batches, "transformers": batches, "berteval gen2": big}
     peak = matmul_peak(torch.bfloat16)
     log(f"pretrain bench: bf16 matmul peak {peak:.0f} GFLOP/s; {torch.get_num_threads()} threads")
 
-    def make():
+    def make(dropout: bool):
         model = pretrain.build_model(hyper, vocab, 0)
+        if not dropout:  # the gen2 recipe's pre-training: no dropout (berteval.derive.pretrain.train)
+            for module in model.modules():
+                if isinstance(module, torch.nn.Dropout):
+                    module.p = 0.0
         params = [p for p in model.parameters()]
         return model, params, torch.optim.AdamW(params, lr=1e-4)
 
     paths = {}
-    for name in ("berteval", "transformers"):
-        model, params, opt = make()
+    for name in ("berteval", "transformers", "berteval gen2"):
+        model, params, opt = make(dropout=name != "berteval gen2")
         model.train()
         objective = pretrain.Objective(model, True)
 
@@ -111,32 +120,35 @@ def measure(threads: int | None = None, batch: int = 32, length: int = 128, roun
 
         paths[name] = step
     for name, step in paths.items():  # warm-up: kernels chosen, optimiser state allocated
-        step(batches[0])
+        step(batches_of[name][0])
     times = {name: [] for name in paths}
     losses = {name: 0.0 for name in paths}
     for _ in range(rounds):
         for name, step in paths.items():
             t0 = time.perf_counter()
-            for b in batches:
+            for b in batches_of[name]:
                 losses[name] = step(b)
-            times[name].append((time.perf_counter() - t0) / len(batches))
+            times[name].append((time.perf_counter() - t0) / len(batches_of[name]))
     from transformers import BertConfig
 
     config = BertConfig(vocab_size=vocab, hidden_size=hyper["hidden_size"], num_hidden_layers=hyper["layers"],
                         intermediate_size=hyper["intermediate_size"])
-    predicted = int(np.mean([int((b["labels"] != -100).sum()) for b in batches]))
     rows = []
     for name in paths:
         med = statistics.median(times[name])
-        flops = step_flops(config, batch, length, predicted if name == "berteval" else batch * length)
-        rows.append(StepTiming(name, round(med, 4), round(batch * length / med), round(flops / med / 1e9, 1),
+        n = len(batches_of[name][0]["input_ids"])
+        predicted = int(np.mean([int((b["labels"] != -100).sum()) for b in batches_of[name]]))
+        flops = step_flops(config, n, length, predicted if name != "transformers" else n * length)
+        rows.append(StepTiming(name, round(med, 4), round(n * length / med), round(flops / med / 1e9, 1),
                                round(flops / med / 1e9 / peak, 3), round(losses[name], 4)))
-    ours, std = rows[0], rows[1]
+    ours, std, gen2 = rows
+    predicted = int(np.mean([int((b["labels"] != -100).sum()) for b in batches]))
     return {"machine": machine(), "threads": torch.get_num_threads(), "peak_bf16_gflops": round(peak, 1),
             "batch": batch, "length": length, "vocab": vocab, "shape": hyper, "masked_per_batch": predicted,
             "examples": "random ids of the vocabulary, masked by DataCollatorForLanguageModeling (the same batches "
                         "for both paths)",
-            "rows": [asdict(r) for r in rows], "speedup": round(ours.tokens_per_s / std.tokens_per_s, 2)}
+            "rows": [asdict(r) for r in rows], "speedup": round(ours.tokens_per_s / std.tokens_per_s, 2),
+            "gen2_batch": big_batch, "gen2_speedup": round(gen2.tokens_per_s / ours.tokens_per_s, 2)}
 
 
 def format_pretrain(res: dict) -> str:
@@ -147,6 +159,9 @@ def format_pretrain(res: dict) -> str:
     for r in res["rows"]:
         lines.append(f"{r['path']:<14} {r['median_s']:>8.3f} {r['tokens_per_s']:>9,} {r['gflops']:>8.1f} "
                      f"{r['mfu']:>8.1%}")
+    if "gen2_speedup" in res:
+        lines.append(f"the gen2 recipe's step (batch {res['gen2_batch']} x {res['length']}, no dropout): "
+                     f"{res['gen2_speedup']:.2f}x the tokens per second of the first twins' step")
     lines.append(f"berteval's step: {res['speedup']:.2f}x the tokens per second of transformers' standard step "
                  f"(MLM logits at the {res['masked_per_batch']} masked positions of a batch instead of all "
                  f"{res['batch'] * res['length']:,}); examples: {res['examples']}")

@@ -226,11 +226,15 @@ class RunState:
     losses: list = None  # per step: [loss, mlm_loss, nsp_loss, mlm_acc, nsp_acc]
     evals: list = None  # one row per evaluation
     resumed_at: list = None  # steps at which the run was resumed
+    # one row per working session: the step it started at, dtype, device and threads it ran with, and how it
+    # resumed ("checkpoint": full state; "weights": the committed weights, Adam's moments restarted)
+    segments: list = None
 
     def __post_init__(self):
         self.losses = self.losses or []
         self.evals = self.evals or []
         self.resumed_at = self.resumed_at or []
+        self.segments = self.segments or []
 
 
 def _save_checkpoint(path: Path, model, opt, sched, state: RunState) -> None:
@@ -261,7 +265,7 @@ def snapshot_path(checkpoint: Path, step: int) -> Path:
     return checkpoint.with_name(checkpoint.stem + f".step{step}")
 
 
-def save_weights(folder: Path, model, state: RunState) -> None:
+def save_weights(folder: Path, model, state: RunState, tokenizer=None) -> None:
     """The weights alone (fp32 safetensors shards under 9 MB) and the run state, written whole or not at all: a
     snapshot at a given step (the seed comparison) or the small resume state a session commits. Without the
     optimiser's moments, a run resumed from it restarts Adam's averages (`train(..., weights_only=...)`)."""
@@ -271,6 +275,8 @@ def save_weights(folder: Path, model, state: RunState) -> None:
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     model.save_pretrained(str(tmp), max_shard_size="9MB")
+    if tokenizer is not None:  # a new machine rebuilds the very same examples from it (`--vocab`)
+        tokenizer.save_pretrained(str(tmp))
     (tmp / "run_state.json").write_text(json.dumps(state.__dict__))
     shutil.rmtree(folder, ignore_errors=True)
     os.replace(tmp, folder)
@@ -328,11 +334,34 @@ def _batch_rows(prepared, plan: dict, orders: dict, step: int):
     raise IndexError(step)
 
 
+def _resume_from_weights(folder: Path, model, sched) -> RunState:
+    """The committed resume state (`save_weights`): weights and run state; the optimiser starts again from zero
+    moments (its state is 2x the weights and not committed), the schedule at the saved step."""
+    from safetensors.torch import load_file
+
+    index = folder / "model.safetensors.index.json"
+    files = sorted(set(json.loads(index.read_text())["weight_map"].values())) if index.is_file() else [
+        "model.safetensors"]
+    weights = {}
+    for name in files:
+        weights.update(load_file(str(folder / name)))
+    missing, unexpected = model.load_state_dict(weights, strict=False)
+    if [k for k in missing if "position_ids" not in k] or unexpected:
+        raise BertevalError(f"the resume weights in {folder} do not fit this model (missing {missing[:3]}, "
+                            f"unexpected {unexpected[:3]}): delete the folder to start again")
+    state = RunState(**json.loads((folder / "run_state.json").read_text()))
+    for _ in range(state.step):
+        sched.step()
+    return state
+
+
 def train(prepared, nsp: bool, hyper: dict, seed: int, device, dtype: str, checkpoint: Path,
           dev_pairs: list, stop_after_steps: int | None = None, log=print, progress_file: Path | None = None,
-          stop_at_step: int | None = None):
+          stop_at_step: int | None = None, resume_weights: Path | None = None, describe: str = ""):
     """Run (or resume) the pre-training; returns (model, RunState, complete). `stop_at_step` ends the run at that
-    step of its schedule (saved there, the schedule unchanged, so it can still be resumed to the end)."""
+    step of its schedule (saved there, the schedule unchanged, so it can still be resumed to the end). Without a
+    checkpoint file, `resume_weights` (a folder `save_weights` wrote, e.g. committed by an earlier session on a
+    machine since lost) resumes from its weights and step."""
     plan = schedule_plan(hyper)
     vocab = len(prepared.tokenizer)
     model = build_model(hyper, vocab, seed, target_counts(prepared.train, vocab)).to(device)
@@ -344,12 +373,28 @@ def train(prepared, nsp: bool, hyper: dict, seed: int, device, dtype: str, check
                 module.p = float(hyper["pretrain_dropout"])
     params, opt, sched = _optimiser(model, hyper, plan["steps"], nsp)
     state = RunState()
+    how = "start"
     if checkpoint.is_file():
         state = _load_checkpoint(checkpoint, model, opt, sched)
-        state.resumed_at.append(state.step)
-        log(f"resumed at step {state.step} of {plan['steps']} ({state.tokens:,} tokens seen)")
+        how = "checkpoint"
+    elif resume_weights is not None and (resume_weights / "run_state.json").is_file():
+        state = _resume_from_weights(resume_weights, model, sched)
+        how = "weights"
     else:
         torch.manual_seed(int(seed))  # dropout's stream: the same for both twins (their heads use none)
+    vocab_sha = prepared.record.get("vocabulary", {}).get("vocab_sha256")
+    if how != "start":
+        if state.segments and vocab_sha and state.segments[0].get("vocab_sha256") not in (None, vocab_sha):
+            raise BertevalError(f"the run's resume state was trained with another vocabulary than these examples' "
+                                f"({state.segments[0]['vocab_sha256'][:12]} vs {vocab_sha[:12]}): prepare with "
+                                f"--vocab <the committed resume folder> so the token ids mean the same")
+        state.resumed_at.append(state.step)
+        log(f"resumed from its {how} at step {state.step} of {plan['steps']} ({state.tokens:,} tokens seen)")
+    state.segments.append({"from_step": state.step, "from_tokens": state.tokens, "resumed_from": how,
+                           "vocab_sha256": vocab_sha, "examples": prepared.folder.name,
+                           "dtype": dtype, "device": describe or str(device),
+                           "threads": torch.get_num_threads(), "started": time.strftime("%Y-%m-%dT%H:%M:%SZ",
+                                                                                        time.gmtime())})
     orders = _orders(prepared, plan, seed)
     objective = Objective(model, nsp)
     model.train()
@@ -391,7 +436,7 @@ def train(prepared, nsp: bool, hyper: dict, seed: int, device, dtype: str, check
         if state.step % hyper["checkpoint_every"] == 0 and not last:
             _save_checkpoint(checkpoint, model, opt, sched, state)
         if state.step in hyper.get("snapshot_steps", ()):
-            save_weights(snapshot_path(checkpoint, state.step), model, state)
+            save_weights(snapshot_path(checkpoint, state.step), model, state, prepared.tokenizer)
         if stop_after_steps is not None and state.step - stopped_after >= stop_after_steps and not last:
             _save_checkpoint(checkpoint, model, opt, sched, state)
             return model, state, False

@@ -69,12 +69,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                       "(default: $BERTEVAL_RESULTS or the committed leaderboard/results)")
     parser.add_argument("--seed", type=int, help="pre-training seed (default: the twin's, 0 or 1)")
     parser.add_argument("--device", help="auto (default), cpu, cuda, cuda:N or mps (or $BERTEVAL_DEVICE)")
-    parser.add_argument("--dtype", choices=("bf16", "fp32"), default="bf16",
-                        help="bf16 autocast (default; fp32 master weights) or fp32")
+    parser.add_argument("--dtype", choices=("auto", "bf16", "fp32"), default="auto",
+                        help="auto (default): bf16 autocast (fp32 master weights) where the CPU or GPU computes bf16 "
+                             "natively, fp32 elsewhere (on an AVX2-only CPU bf16 ran 21x slower); a run spanning "
+                             "sessions records what each session ran")
     parser.add_argument("--threads", type=int, help="torch threads (two twins side by side: 1 each)")
     parser.add_argument("--checkpoint-dir", help="where the resume state lives (default: under $BERTEVAL_CACHE); "
                                                  "put it in the repository to survive a new machine")
     parser.add_argument("--prepare-only", action="store_true", help="build the examples (cached) and stop")
+    parser.add_argument("--export-resume", action="store_true",
+                        help="write the run's current weights, tokenizer and run state (no optimiser state) to "
+                             "<out>/pretrain-resume/<name>/ for committing, and stop: what a session leaves so the "
+                             "run survives the loss of this machine's cache")
+    parser.add_argument("--resume-weights", help="where a lost machine's run resumes from when no checkpoint file "
+                                                 "is here (default <out>/pretrain-resume/<name>/ if it exists); "
+                                                 "prepare with --vocab pointing at the same folder")
     parser.add_argument("--stop-after-steps", type=int, help="stop after this many more steps (resume later)")
     parser.add_argument("--publish-at-step", type=int,
                         help="train to this step of the schedule and publish the model there, recorded as stopped "
@@ -117,9 +126,14 @@ def _checkpoint_path(args, name: str, hyper: dict, prepared_key: str, device) ->
 
     # How often the run evaluates or checkpoints does not change its weights: not part of the key, so a
     # tuning run's prefix can be continued with other intervals.
-    weights = {k: v for k, v in hyper.items() if k not in ("eval_every", "checkpoint_every", "snapshot_steps")}
-    key = pretrain_data.cache_key({"name": name, "seed": args.seed, "dtype": args.dtype, "hyper": weights,
-                                   "examples": prepared_key, "device": str(device)})
+    # Nor does the vocabulary's source: on a new machine the run resumes with `--vocab <committed resume folder>`
+    # (the same vocabulary, so the same examples); train() checks the vocabulary's checksum against the run's.
+    weights = {k: v for k, v in hyper.items()
+               if k not in ("eval_every", "checkpoint_every", "snapshot_steps", "vocab")}
+    # Nor do the dtype and device: a run spans sessions on CPUs that differ (bf16 where the CPU runs it fast,
+    # fp32 elsewhere), each session resumes the same run, and the record lists what ran when (RunState.segments).
+    key = pretrain_data.cache_key({"name": name, "seed": args.seed, "hyper": weights,
+                                   **({"examples": prepared_key} if PRETRAINED[name].recipe == "gen1" else {})})
     root = Path(args.checkpoint_dir) if args.checkpoint_dir else config.cache_dir() / "checkpoints" / "pretrain"
     root.mkdir(parents=True, exist_ok=True)
     return root / f"{name}-{key}.pt"
@@ -143,6 +157,9 @@ def command(args) -> int:
         raise BertevalError("pretrain reads local Wikipedia shards: pass --data-dir (e.g. ../shared/data) or set "
                             "BERTEVAL_DATA")
     device = devices.use(args.device)
+    from .. import precision
+
+    args.dtype = precision.resolve(args.dtype, device)
     import torch
 
     if args.threads:
@@ -164,6 +181,9 @@ def command(args) -> int:
         raise BertevalError(f"{plan['tiny_steps']} 32-token steps of {plan['tiny_batch']} need more 32-token "
                             f"sequences than the {tiny} prepared: raise --tiny-sequences")
     checkpoint = _checkpoint_path(args, args.name, hyper, prepared.folder.name, device.type)
+    resume_dir = Path(args.resume_weights) if args.resume_weights else resume_folder(args.name, args.out)
+    if args.export_resume:
+        return export_resume(checkpoint, resume_dir, hyper, prepared.tokenizer, args.seed)
     progress = checkpoint.with_suffix(".evals.jsonl")
     log(f"{args.name}: {plan['steps']} steps ({plan['tiny_steps']} x {plan['tiny_batch']} x 32 tokens, "
         f"{plan['short_steps']} x {plan['short_batch']} x 128 tokens, "
@@ -172,7 +192,8 @@ def command(args) -> int:
     dev_pairs = pretrain.nsp_dev_pairs(data_dir)
     model, state, complete = pretrain.train(prepared, twin.nsp, hyper, args.seed, device, args.dtype, checkpoint,
                                             dev_pairs, args.stop_after_steps, log, progress,
-                                            stop_at_step=args.publish_at_step)
+                                            stop_at_step=args.publish_at_step, resume_weights=resume_dir,
+                                            describe=devices.describe(device))
     early = args.publish_at_step is not None and state.step == args.publish_at_step and not complete
     if not complete and not early:
         print(f"{args.name}: stopped at step {state.step} of {plan['steps']}; rerun the same command to resume "
@@ -196,6 +217,30 @@ def command(args) -> int:
     print(f"{args.name}: published {out} ({state.tokens:,} tokens, {state.wall_s / 3600:.2f} h of training"
           + (f"; stopped early at step {state.step} of {plan['steps']}, resume state kept: {checkpoint}" if early
              else "") + ")")
+    return 0
+
+
+def resume_folder(name: str, out=None) -> Path:
+    from .. import config
+
+    return config.results_root(out) / "pretrain-resume" / name
+
+
+def export_resume(checkpoint: Path, folder: Path, hyper: dict, tokenizer, seed: int) -> int:
+    """The checkpoint's weights, tokenizer and run state as `pretrain.save_weights` writes them (what is committed)."""
+    import torch
+
+    from . import pretrain
+
+    if not checkpoint.is_file():
+        raise BertevalError(f"no checkpoint to export at {checkpoint}: has this run started on this machine?")
+    payload = torch.load(checkpoint, weights_only=False, map_location="cpu")
+    model = pretrain.build_model({**hyper, "mlm_bias_init": "zero"}, len(tokenizer), seed)
+    model.load_state_dict(payload["model"])
+    state = pretrain.RunState(**payload["state"])
+    pretrain.save_weights(folder, model, state, tokenizer)
+    size = sum(p.stat().st_size for p in folder.iterdir())
+    print(f"{folder}: weights at step {state.step} ({state.tokens:,} tokens), {size / 1e6:.1f} MB")
     return 0
 
 
