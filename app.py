@@ -18,6 +18,7 @@ import logging
 import os
 import sys
 import tempfile
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from types import SimpleNamespace
@@ -112,6 +113,8 @@ EXAMPLES = {
         ["The company said its third-quarter profit rose 12 percent.",
          "mean", "mrpc", "Third-quarter profit at the company was up 12 percent, it said."],
         ["A man is playing a guitar.", "mean", "stsb", "A man plays the guitar on stage."],
+        ["The museum in the old town hall opened to visitors in 1998.", "mean", "rte",
+         "The museum opened in 1998."],
     ],
     "qa": [
         ["In what country is Normandy located?",
@@ -146,6 +149,7 @@ def _shown(*empty, md: tuple[int, ...] = ()):
     def wrap(fn):
         @functools.wraps(fn)
         def run(*args):
+            _stamp(fn.__name__, args)
             try:
                 out = list(fn(*args))
                 for i in md:
@@ -161,6 +165,39 @@ def _shown(*empty, md: tuple[int, ...] = ()):
         run.empty = empty  # what the tab shows with no answer (also when an input changes: `_wire`)
         return run
     return wrap
+
+
+# What each visitor's tab last answered, as a digest of its inputs: {(session, handler): digest}, the newest kept.
+# A clear triggered before a click (a text box's change fires when it loses focus, i.e. on the click itself) can
+# reach the server after the answer; it must not empty an answer that belongs to the inputs shown (`_wire`).
+_STAMPS: dict[tuple[str, str], str] = {}
+_STAMPS_KEPT = 4096
+_STAMPS_LOCK = threading.Lock()
+
+
+def _digest(values) -> str:
+    plain = [v for v in values if not isinstance(v, (gr.Request, gr.Progress))]
+    return hashlib.sha256(repr(plain).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _stamp(handler: str, args) -> None:
+    """Note which inputs this visitor's tab is answering (a call with no request, as in the tests: nothing)."""
+    request = next((a for a in args if isinstance(a, gr.Request)), None)
+    session = getattr(request, "session_hash", None)
+    if session is None:
+        return
+    with _STAMPS_LOCK:
+        _STAMPS.pop((session, handler), None)
+        _STAMPS[(session, handler)] = _digest(args)
+        while len(_STAMPS) > _STAMPS_KEPT:
+            _STAMPS.pop(next(iter(_STAMPS)))
+
+
+def _answered(handler: str, request, values) -> bool:
+    """The tab's last answer (or message) was for exactly these inputs."""
+    session = getattr(request, "session_hash", None)
+    with _STAMPS_LOCK:
+        return session is not None and _STAMPS.get((session, handler)) == _digest(values)
 
 
 def _cut(reading) -> str:
@@ -224,7 +261,7 @@ def _classify_checkpoint(clf, probs: dict, reading) -> tuple:
 
 @_shown(None, "", "", md=(1, 2))
 def classify(model_text: str, sentence: str, pooling: str, task: str = "sst2", sentence_b: str = "",
-             progress=gr.Progress()):
+             progress=gr.Progress(), request: gr.Request = None):
     name = serve.model_name(model_text)
     t = serve.page_task(task)
     text = _classify_input(t, sentence, sentence_b)
@@ -287,11 +324,23 @@ def _answer_line(t, head: serve.TaskHead, value: float, reading) -> str:
         figure = f"{head.dev_value:.3f}" if head.dev_value <= 1 else f"{head.dev_value:.1f}"
         return (f"⚠️ {answer}, **but this head is no better than {base.what}**: its dev figure {figure} against "
                 f"{base.value:.3f} for {base.what} (one-sided exact McNemar test on the same {head.n_eval:,} dev examples, "
-                f"p = {base.p_value:.2f}), so this verdict says next to nothing about the input.\n\n")
+                f"p = {base.p_value:.2f}), so this verdict says next to nothing about the input. "
+                f"{_better_reading(t, head)}\n\n")
     against = (f"beats chance (Pearson {head.dev_value:.1f} of 100 on dev; 0 is chance, 100 perfect)"
                if t.regression else f"beats {base.what} ({head.dev_value:.3f} against {base.value:.3f} on dev, "
                                     f"p = {base.p_value:.2g})")
     return f"{answer}: this head {against}.\n\n"
+
+
+def _better_reading(t, head: serve.TaskHead) -> str:
+    """Where a served head is at chance: the committed head reading the same vector that does beat the majority
+    class, on another offline encoder (the visitor picks it in the Encoder box), or that none does."""
+    found = serve.best_beating(t.name, head.pooling)
+    if found is None:
+        return f"No committed {t.label} probe reading `{head.pooling}` on any encoder here beats it."
+    name, better = found
+    return (f"One that does: {name}'s probe on `{head.pooling}` (dev {better.dev_value:.3f} against "
+            f"{better.baseline.value:.3f}, p = {better.baseline.p_value:.2g}); pick {name} in the Encoder box.")
 
 
 def _best_elsewhere(t, head: serve.TaskHead) -> str:
@@ -356,7 +405,7 @@ def _confidence_line(conf) -> str:
 
 
 @_shown(None, EMPTY_NBEST, None, "", "", None, md=(3, 4))
-def answer(model_text: str, question: str, context: str):
+def answer(model_text: str, question: str, context: str, request: gr.Request = None):
     name = serve.model_name(model_text)
     q = serve.check_text(question, "question")
     ctx = serve.check_text(context, "context")
@@ -425,7 +474,7 @@ def _pairs_count(answers) -> str:
 
 
 @_shown(None, "", "", md=(1, 2))
-def next_sentence(model_text: str, a: str, b: str):
+def next_sentence(model_text: str, a: str, b: str, request: gr.Request = None):
     name = serve.model_name(model_text)
     first = serve.check_text(a, "sentence", name="sentence A")
     second = serve.check_text(b, "sentence", name="sentence B")
@@ -517,7 +566,7 @@ def _heads_markdown(r) -> str:
 
 
 @_shown("", "", None, md=(0, 1))
-def look_inside(model_text: str, text: str):
+def look_inside(model_text: str, text: str, request: gr.Request = None):
     name = serve.model_name(model_text)
     r = serve.look_inside(name, serve.check_text(text, "sentence"))
     if r.qa_head is None:  # no QA head for this encoder (said in the table): no empty chart either
@@ -692,6 +741,25 @@ def board_from_url(request: gr.Request):
             markup.safe_markdown("\n\n".join(state["notes"])))
 
 
+def board_shared(request: gr.Request):
+    """Page load, in one round trip: a shared link's filters (board_from_url) and, for a link that names the
+    leaderboard, its first view and table (its findings follow: board_context_if_shared). Two chained events took
+    the table 3.5 s after the page opened (issue 42)."""
+    opened = board_from_url(request)
+    n = 6  # board's outputs: summary, table, CSV, first view, estimates, status
+    if opened[-2] is not True:
+        return (*opened, *(gr.skip() for _ in range(n)))
+    f = [u.get("value", "all") if isinstance(u, dict) else "all" for u in opened[1:5]]  # as the link set them
+    return (*opened, *board(*f, opened[5]))
+
+
+def board_context_if_shared(shared, model, task, pooling, regime):
+    """After a shared link's table: its findings and published numbers (a plain visit: nothing yet)."""
+    if not shared:
+        return gr.skip(), gr.skip()
+    return board_context(model, task, pooling, regime)
+
+
 def board_if_shared(shared, model, task, pooling, regime, search):
     """After page load: build the tab once for a shared link (its figures stay closed until opened); nothing for a
     plain visit."""
@@ -742,14 +810,23 @@ def _wire(key: str, button: gr.Button, fn, inputs: list, outputs: list, api_name
                  concurrency_limit=LANES[api_name])
     # An answer on the page belongs to the inputs shown: any change of an input (the encoder, the task, the
     # reading, the text, an example picked) empties the outputs and hides the message box. A server call that
-    # loads nothing and skips the queue (Gradio 6.31's browser-only js events set no output values).
-    gr.on([c.change for c in inputs], functools.partial(_cleared, fn), None, outputs, queue=False,
-          show_progress="hidden", api_visibility="private")
+    # loads nothing and skips the queue (Gradio 6.31's browser-only js events set no output values); it leaves
+    # an answer given for exactly these inputs (`_answered`: the change that fired as the button took focus).
+    gr.on([c.change for c in inputs], _clear_for(fn), inputs, outputs, queue=False, show_progress="hidden",
+          api_visibility="private")
 
 
 def _cleared(fn) -> tuple:
     """A tab's outputs emptied (the handler's own empty values, `_shown`) and its message box hidden."""
     return (*fn.empty, _status())
+
+
+def _clear_for(fn):
+    def clear(request: gr.Request, *values):
+        if _answered(fn.__name__, request, values):
+            return tuple(gr.skip() for _ in range(len(fn.empty) + 1))
+        return _cleared(fn)
+    return clear
 
 
 def _classify_tab(model_box: gr.Dropdown) -> None:
@@ -836,12 +913,28 @@ def _inside_tab(model_box: gr.Dropdown) -> None:
           [inside_report, inside_heads, inside_plot, inside_status], "inside")
 
 
+# The first view's tables in compact rows, so a task's (11 models x regimes for SST-2) fits one 900 px screen with
+# the filters above it; every table wraps its cells within the page's width rather than scrolling sideways.
+BOARD_CSS = """
+#board-first table { font-size: 14px; width: 100%; }
+#board-first th, #board-first td { padding: 3px 10px !important; }
+#board-first h4 { margin: 8px 0 4px; }
+#board-first p { margin: 2px 0 6px; }
+#board-table table { table-layout: auto; }
+"""
+
+
 def _warm_board() -> None:
     """Compute the records' views once in the background at start-up, so the tab's first view is ready when a
     visitor opens it (a later run that adds records costs one recomputation, on the next visit)."""
     try:
         b = leaderboard.board.current()
         b.first_view(), b.table(), b.csv(), b.findings(), b.references()
+        # then each task's view, the filter a visitor changes first: a view not seen before took 1.1-1.9 s
+        # (issue 42), a computed one is a look-up
+        for task in b.choices["task"]:
+            b.first_view(task=task), b.csv(task=task), b.findings(task=task), b.twins(task=task)
+            b.references(task=task), b.estimates(task=task), b.rows(task=task)
         for name in FIGURES:  # then each figure as an unfiltered visitor opens it first
             b.figure_json(name)
     except Exception:  # noqa: BLE001: the tab computes it again when opened, and says what fails
@@ -959,9 +1052,10 @@ def build_demo() -> gr.Blocks:
                 shown = _leaderboard_tab(board_tab)
         # A shared link (?tab=leaderboard&task=...) opens on that view: filters from the URL, then the tab built once.
         shared = gr.State(False)
-        page.load(board_from_url, None, [tabs, *shown.filters, shown.search, shared, shown.url_note],
+        page.load(board_shared, None, [tabs, *shown.filters, shown.search, shared, shown.url_note, *shown.outputs],
                   api_visibility="private").then(
-            board_if_shared, [shared, *shown.inputs], [*shown.outputs, *shown.context], api_visibility="private")
+            board_context_if_shared, [shared, *shown.filters], shown.context, api_visibility="private",
+            js=leaderboard.urlstate.SHOW_TAB_JS)
         _note(SERVING)
     page.queue(default_concurrency_limit=CONCURRENCY, max_size=QUEUE_SIZE)
     return page

@@ -182,6 +182,27 @@ def _best_measured(task: str, version: int) -> task_heads.BestMeasured | None:
     return task_heads.best_measured(task)
 
 
+def best_beating(task: str, pooling: str) -> tuple[str, task_heads.TaskHead] | None:
+    """The best committed probe of `task` reading `pooling` on any offline encoder that beats the majority class
+    or chance: (the Encoder box's name for that encoder, its head), or None; read once per records version."""
+    from ..store import Store
+
+    path = Store().records_path(task)
+    return _best_beating(task, pooling, path.stat().st_mtime_ns if path.is_file() else 0)
+
+
+@functools.lru_cache(maxsize=64)
+def _best_beating(task: str, pooling: str, version: int):
+    found = task_heads.best_beating(task, pooling)
+    if found is None:
+        return None
+    model_id, head = found
+    default_id = models.loading.DEFAULT_MODEL_ID
+    name = (models.DEFAULT + model_id[len(default_id):] if model_id.startswith(default_id)
+            else model_id.split("/", 1)[-1])  # berteval/wiki-bert-mini -> wiki-bert-mini
+    return (name, head) if name in offline_models() else None
+
+
 @functools.lru_cache(maxsize=4)
 def qa_model(name: str = models.DEFAULT) -> qa_inference.QAModel:
     """The default model's best committed LoRA adapter; another checkpoint's own trained QA head."""

@@ -176,6 +176,25 @@ def best_measured(task: str, store: Store | None = None) -> BestMeasured | None:
     return BestMeasured(rs[0].model, rs[0].pooling, rs[0].regime, mean, len(rs), rs[0].main_metric)
 
 
+def best_beating(task: str, pooling: str, store: Store | None = None) -> tuple[str, TaskHead] | None:
+    """Among every encoder's committed probe heads of `task` reading `pooling` (the one the page serves per
+    encoder: `Store.best`), the best by dev figure of those that beat the majority class or chance:
+    (its model id, the head, without weights), or None where none does."""
+    store = store or Store()
+    spec = get(task)
+    found = []
+    for model_id, revision in {(r.model, r.model_revision) for r in store.read(task)[0]}:
+        best = store.best(task, model_id=model_id, revision=revision, version=spec.version, regime="probe",
+                          artifact="head_file", pooling=pooling, layer=-1)
+        base = _baseline_of(store, best.record) if best is not None else None
+        if base is not None and base.beaten:
+            rec = best.record
+            found.append((model_id, TaskHead(task, pooling, np.zeros((1, 0)), np.zeros(1), dict(rec.metrics),
+                                             rec.main_metric, best.mean, best.n_seeds, rec.n_train, 0, rec.seed,
+                                             rec.run_id, rec.n_eval, base)))
+    return max(found, key=lambda f: (f[1].dev_value, f[0]), default=None)
+
+
 def _number(value: float) -> str:
     return f"{value:.4f}" if abs(value) <= 1.0 else f"{value:.1f}"
 

@@ -229,6 +229,17 @@ def test_changing_any_input_of_a_tab_clears_its_answer():
     label, about, compare, box = app._cleared(app.classify)
     assert label is None and about == "" and compare == "" and box["visible"] is False
     assert app._cleared(app.answer)[1].empty and len(app._cleared(app.answer)) == 7
+    # A change that reaches the server after the answer to the same inputs (a text box's change fires as the
+    # button takes focus) leaves that answer; any other change, or another visitor's, clears.
+    import gradio as gr
+
+    me, other = gr.Request(session_hash="me"), gr.Request(session_hash="other")
+    shown = ("default", "A fine film.", "mean", "sst2", "")
+    app._stamp("classify", (*shown, gr.Progress(), me))
+    clear = app._clear_for(app.classify)
+    assert all(isinstance(v, type(gr.skip())) for v in clear(me, *shown))
+    assert clear(me, "default", "A fine film.", "cls", "sst2", "")[0] is None
+    assert clear(other, *shown)[0] is None
 
 
 # -- 9 and 11: the answer in a window of its context; a backtick; the help text's contrast -------------------------

@@ -403,6 +403,35 @@ def test_classify_scores_an_stsb_pair_from_0_to_5_with_the_committed_head(page):
     _screenshot(page, "classify_stsb")
 
 
+@pytest.mark.parametrize("task, prefix, b_prefix", [
+    ("mrpc", "The company said its third-quarter profit rose", "Third-quarter profit"),
+    ("rte", "The museum in the old town hall", "The museum opened"),
+    ("stsb", "A man is playing a guitar.", "A man plays the guitar"),
+])
+def test_a_pair_answer_says_whether_its_head_beats_the_majority_class_or_chance(page, task, prefix, b_prefix):
+    """Issue 42: the answer line (the first thing under the label) names what the served head is worth against
+    always answering the dev set's majority class (or chance, for STS-B), judged here again from the head's own
+    committed dev predictions; a head that does not beat it says so in the answer and in the label."""
+    import json
+
+    from berteval.serve import task_heads
+
+    _classify_pair_example(page, prefix, task, b_prefix)
+    about = page.locator("#classify-about")
+    expect(about).to_contain_text("Answer:")
+    answer = about.locator("p").first.inner_text()
+    rec = _committed_record(task, about.inner_text())
+    predictions = json.loads((REPO / "leaderboard" / "results" / rec.predictions_file).read_text())
+    base = task_heads.baseline(task, predictions)
+    label = page.locator("#classify-label").inner_text()
+    if base.beaten:
+        assert answer.startswith("Answer:") and "this head beats" in answer and "at chance" not in label, answer
+    else:
+        assert "no better than " + base.what in answer and f"{base.value:.3f}" in answer, answer
+        assert "at chance" in label
+    _screenshot(page, f"classify_{task}_worth")
+
+
 def test_leaderboard_table_filters_and_figures(page):
     page.get_by_role("tab", name="Leaderboard").click()
     first = page.locator("#board-first")
