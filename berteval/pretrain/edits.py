@@ -50,7 +50,9 @@ def p_is_next(model, tokenizer, pairs: list[tuple[str, str]], batch: int = 64, m
             part = pairs[i : i + batch]
             enc = tokenizer([a for a, _ in part], [b for _, b in part], truncation=True, max_length=max_length,
                             padding=True, return_tensors="pt")
-            logits = model(**enc).seq_relationship_logits if hasattr(model, "cls") else model(**enc).logits
+            # The NSP head on the pooler only: BertForPreTraining's forward would also project every token onto
+            # the vocabulary (the masked-LM logits), most of the time for nothing here.
+            logits = model.cls.seq_relationship(model.bert(**enc).pooler_output)
             out += torch.softmax(logits.float(), -1)[:, 0].tolist()
     return out
 
