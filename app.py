@@ -702,7 +702,7 @@ def board_context(model, task, pooling, regime):
 
 
 # A visitor's search and a link's parameters are untrusted and echoed back: bounded before anything reads them.
-SEARCH_CHARS = 200
+SEARCH_CHARS = 500
 URL_VALUES = 16  # distinct values kept per query parameter (no filter has more choices)
 URL_VALUE_CHARS = SEARCH_CHARS + 1  # one more than the search may hold: a longer one is noted, not cut
 

@@ -158,7 +158,7 @@ def test_the_disagreement_view_answers_an_api_list_without_exception_text(monkey
 
 def test_a_long_search_is_refused_without_echoing_it():
     out = app.board("all", "all", "all", "all", "x" * 100_000)
-    assert "limit is 200" in out[-1]["value"] and "x" * 300 not in json.dumps(out[-1]) and out[0] == ""
+    assert "limit is 500" in out[-1]["value"] and "x" * 600 not in json.dumps(out[-1]) and out[0] == ""
 
 
 def test_a_link_repeating_a_parameter_counts_it_once():
@@ -172,7 +172,7 @@ def test_a_link_repeating_a_parameter_counts_it_once():
     task = out[1 + list(app.leaderboard.urlstate.FILTERS).index("task")]
     assert task["value"] == "sst2"  # before: a list of 450 "sst2" ("sst2,sst2,...")
     note = out[-1]
-    assert note.count("nosuch") == 1 and "longer than 200" in note and out[-3] == ""  # the search ignored
+    assert note.count("nosuch") == 1 and "longer than 500" in note and out[-3] == ""  # the search ignored
 
 
 # -- 4. a datasets cache that cannot be written --------------------------------------------------------------------
