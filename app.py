@@ -97,7 +97,7 @@ CSS = """
 #qa-highlight .token-container, #qa-highlight .token, #qa-whole .token-container, #qa-whole .token { display: inline; }
 /* The heads side by side: a header or a verdict wraps between words, never inside one ("P(paraphra|se)"). */
 #classify-compare th, #classify-compare td { word-break: normal !important; overflow-wrap: normal !important; }
-#classify-compare td:not(:last-child), #classify-compare th:not(:last-child) { white-space: nowrap; }
+#classify-compare td:nth-child(-n+3), #classify-compare th:nth-child(-n+3) { white-space: nowrap; }
 """
 
 INTRO = """# berteval: BERT's heads, tried by hand
