@@ -316,15 +316,15 @@ def _answer_line(t, head: serve.TaskHead, value: float, reading) -> str:
     answer = f"**Answer: {verdict}**" + ("" if t.regression else f" ({shown})")
     base = head.baseline
     if reading is not None and reading.mostly_unknown:
-        return (f"⚠️ **No answer for this input:** it is mostly `[UNK]` to this model, which read almost nothing of "
-                f"it; the head's output ({shown}) is what any such text gets.\n\n")
+        return (f"⚠️ **No answer for this input:** it is mostly `[UNK]` to this model, which read almost "
+                f"nothing of it; the head's output ({shown}) is what any such text gets.\n\n")
     if base is None:
         return answer + ".\n\n"
     if not base.beaten:
         figure = f"{head.dev_value:.3f}" if head.dev_value <= 1 else f"{head.dev_value:.1f}"
         return (f"⚠️ {answer}, **but this head is no better than {base.what}**: its dev figure {figure} against "
-                f"{base.value:.3f} for {base.what} (one-sided exact McNemar test on the same {head.n_eval:,} dev examples, "
-                f"p = {base.p_value:.2f}), so this verdict says next to nothing about the input. "
+                f"{base.value:.3f} for {base.what} (one-sided exact McNemar test on the same {head.n_eval:,} dev "
+                f"examples, p = {base.p_value:.2f}), so this verdict says next to nothing about the input. "
                 f"{_better_reading(t, head)}\n\n")
     against = (f"beats chance (Pearson {head.dev_value:.1f} of 100 on dev; 0 is chance, 100 perfect)"
                if t.regression else f"beats {base.what} ({head.dev_value:.3f} against {base.value:.3f} on dev, "
@@ -436,7 +436,8 @@ def answer(model_text: str, question: str, context: str, request: gr.Request = N
     if qa_model.run_id:  # a committed head with its own dev figure: the published ones beside it
         about += f"\n\n{squad_scale()}"
     if shown != ctx:
-        about += f"\n\nThe answer is shown with {serve.qa.EXCERPT_AROUND} characters around it; the whole context is below."
+        about += (f"\n\nThe answer is shown with {serve.qa.EXCERPT_AROUND} characters around it; the whole context "
+                  f"is below.")
     return highlighted, nbest, fig, about, _confidence_line(conf), whole
 
 

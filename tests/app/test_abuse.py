@@ -178,7 +178,8 @@ def test_a_link_repeating_a_parameter_counts_it_once():
 # -- 4. a datasets cache that cannot be written --------------------------------------------------------------------
 
 def test_a_datasets_cache_that_cannot_be_written_is_one_line(tmp_path, tiny_sst2):
-    env = {**os.environ, "HF_DATASETS_CACHE": str(tmp_path / "ds"), "HOME": str(tmp_path), "PYTHONDONTWRITEBYTECODE": "1"}
+    env = {**os.environ, "HF_DATASETS_CACHE": str(tmp_path / "ds"), "HOME": str(tmp_path),
+           "PYTHONDONTWRITEBYTECODE": "1"}
     code = ("import resource, sys\n"
             "resource.setrlimit(resource.RLIMIT_FSIZE, (2048, 2048))\n"
             "from berteval.tasks import get\n"

@@ -105,7 +105,8 @@ def summary(name: str, results: list) -> str:
     kinds = {k: sum(r[0] == k for r in results) for k in ("answered", "refused", "failed")}
     secs = sorted(r[1] for r in results if r[0] == "answered")
     timing = f"; answered in {secs[0]:.2f}-{secs[-1]:.2f} s (median {secs[len(secs) // 2]:.2f} s)" if secs else ""
-    return f"{name}: {kinds['answered']} answered, {kinds['refused']} refused with a message, {kinds['failed']} failed{timing}"
+    return (f"{name}: {kinds['answered']} answered, {kinds['refused']} refused with a message, {kinds['failed']} "
+            f"failed{timing}")
 
 
 def main(argv: list[str] | None = None) -> int:
