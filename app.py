@@ -460,6 +460,8 @@ def _nsp_table(answers) -> str:
             continue
         p, record = a.prediction.p_is_next, f"`{a.head.run_id}`" if a.head.run_id else "–"
         accuracy = "not measured" if a.head.dev_accuracy is None else f"{a.head.dev_accuracy:.3f}"
+        if a.head.baseline is not None and not a.head.baseline.beaten:
+            accuracy += " (**at chance**)"
         rows.append(f"| {a.name} | {p:.3f} | {'IsNext' if p >= 0.5 else 'NotNext'} | {a.head.reads(brief=True)} | "
                     f"{accuracy} | {record} |")
     return ("**The same pair under every encoder** (the chosen one first; each answers with its own head):\n\n"
@@ -485,14 +487,22 @@ def next_sentence(model_text: str, a: str, b: str, request: gr.Request = None):
         about = f"⚠️ **{chosen.name} cannot answer:** {chosen.missing} The other encoders' answers are below."
         return None, about, _nsp_table(answers)
     head, pred = chosen.head, chosen.prediction
-    about = _notes(pred.reading) + (f"**P(IsNext) = {pred.p_is_next:.3f}** from {chosen.name}, whose head reads "
-                                    f"{head.reads()}; dev accuracy {_nsp_accuracy(head)}.")
+    base = head.baseline
+    at_chance = base is not None and not base.beaten
+    worth = (f" **But this head is no better than {base.what}** ({base.value:.3f} of the dev pairs; one-sided exact "
+             f"McNemar test on its record's {head.n_eval:,} dev predictions, p = {base.p_value:.2f}), so this "
+             f"verdict says next to nothing about the pair." if at_chance else "")
+    about = _notes(pred.reading) + (f"{'⚠️ ' if at_chance else ''}**P(IsNext) = {pred.p_is_next:.3f}** from "
+                                    f"{chosen.name}, whose head reads {head.reads()}; dev accuracy "
+                                    f"{_nsp_accuracy(head)}.{worth}")
     if head.weight is None:
         about += f" {head.model.model_id}'s pooler is {head.model.heads.pooler_provenance}."
     else:
         about += (f"\n\n{head.model.model_id} has no pretrained next-sentence head (transformers would attach a "
                   f"random one), so a probe trained on NSP pairs answers instead (record `{head.run_id}`).")
-    return {"IsNext": pred.p_is_next, "NotNext": 1.0 - pred.p_is_next}, about, _nsp_table(answers)
+    suffix = " · at chance" if at_chance else ""
+    label = {"IsNext" + suffix: pred.p_is_next, "NotNext" + suffix: 1.0 - pred.p_is_next}
+    return label, about, _nsp_table(answers)
 
 
 # --- Inside BERT --------------------------------------------------------------------------------------

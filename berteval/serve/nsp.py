@@ -20,6 +20,7 @@ from ..nsp_pairs import IS_NEXT, LABELS, NOT_NEXT
 from ..store import Store
 from ..tasks import get
 from .reading import Reading, measure
+from .task_heads import Baseline, baseline_of
 
 PRETRAINED_SOURCE = "pretrained NSP head"
 
@@ -46,6 +47,7 @@ class DemoHead:
     run_id: str | None = None  # the record behind the head's dev accuracy (a probe: the record its head comes from)
     dev_accuracy: float | None = None  # on the NSP dev pairs: a probe's setup, mean over seeds; a pretrained head's
     n_eval: int | None = None  # dev pairs behind dev_accuracy
+    baseline: Baseline | None = None  # its record's dev predictions against the majority class (None: not scored)
 
     def reads(self, brief: bool = False) -> str:
         """Which vector the head reads, in words (`brief`: short enough for a table cell)."""
@@ -81,7 +83,8 @@ def load_demo_head(model: str = models.DEFAULT, store: Store | None = None) -> D
     if loaded.nsp_model is not None:
         rec = pretrained_record(store, loaded)
         return DemoHead(loaded, PRETRAINED_SOURCE, run_id=rec.run_id if rec else None,
-                        dev_accuracy=rec.main_value if rec else None, n_eval=rec.n_eval if rec else None)
+                        dev_accuracy=rec.main_value if rec else None, n_eval=rec.n_eval if rec else None,
+                        baseline=baseline_of(store, rec) if rec else None)
     task = get("nsp")
     found = store.best(task.name, model_id=loaded.model_id, revision=loaded.revision, version=task.version,
                        regime="probe", artifact="head_file")
@@ -92,7 +95,7 @@ def load_demo_head(model: str = models.DEFAULT, store: Store | None = None) -> D
         loaded, f"trained probe on {rec.pooling}, not BERT's pre-training head",
         pooling=rec.pooling, layer=rec.layer, weight=head["weight"], bias=head["bias"],
         max_length=int(rec.config.get("max_length") or PAIR_MAX_LENGTH), run_id=rec.run_id, dev_accuracy=found.mean,
-        n_eval=rec.n_eval,
+        n_eval=rec.n_eval, baseline=baseline_of(store, rec),
     )
 
 

@@ -140,7 +140,8 @@ def baseline(task: str, predictions: dict) -> Baseline | None:
                     bool(only_head > only_base and p < SIGNIFICANT))
 
 
-def _baseline_of(store: Store, rec) -> Baseline | None:
+def baseline_of(store: Store, rec) -> Baseline | None:
+    """`baseline` of a committed record, from its predictions file (None where it has none)."""
     import json
 
     if not rec.predictions_file or not store.has_file(rec.predictions_file):
@@ -186,7 +187,7 @@ def best_beating(task: str, pooling: str, store: Store | None = None) -> tuple[s
     for model_id, revision in {(r.model, r.model_revision) for r in store.read(task)[0]}:
         best = store.best(task, model_id=model_id, revision=revision, version=spec.version, regime="probe",
                           artifact="head_file", pooling=pooling, layer=-1)
-        base = _baseline_of(store, best.record) if best is not None else None
+        base = baseline_of(store, best.record) if best is not None else None
         if base is not None and base.beaten:
             rec = best.record
             found.append((model_id, TaskHead(task, pooling, np.zeros((1, 0)), np.zeros(1), dict(rec.metrics),
@@ -227,7 +228,7 @@ def committed_heads(model: models.LoadedModel, store: Store | None = None, task:
             task=task, pooling=name, weight=head["weight"], bias=head["bias"], metrics=dict(rec.metrics),
             main_metric=rec.main_metric, mean_main=found.mean, n_seeds=found.n_seeds, n_train=rec.n_train,
             max_length=int(rec.config.get("max_length") or 128), seed=rec.seed, run_id=rec.run_id, n_eval=rec.n_eval,
-            baseline=_baseline_of(store, rec))
+            baseline=baseline_of(store, rec))
     if not heads:
         raise NoCommittedHeads(no_heads_message(model.model_id, task))
     return heads

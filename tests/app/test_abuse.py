@@ -213,6 +213,15 @@ def test_an_rte_answer_says_its_head_is_no_better_than_the_majority_class():
     assert "this head beats always answering" in about.split("\n\n")[0] and "positive" in label
 
 
+def test_a_next_sentence_head_at_chance_says_so_in_its_answer():
+    a, b = "The Normans gave their name to Normandy.", "They were descended from Norse raiders."
+    label, about, table = app.next_sentence("default+random", a, b)[:3]  # its probe: 0.507 on 50/50 dev pairs
+    assert "no better than always answering “IsNext”" in about.split("\n\n")[0]
+    assert all(k.endswith("· at chance") for k in label) and "(**at chance**)" in table
+    label, about = app.next_sentence("default", a, b)[:2]
+    assert "no better than" not in about and set(label) == {"IsNext", "NotNext"}
+
+
 # -- 7. an answer belongs to the inputs shown ----------------------------------------------------------------------
 
 def test_changing_any_input_of_a_tab_clears_its_answer():
