@@ -21,7 +21,12 @@ surface property of B can depend on the label:
 - Both then pass the same truncation (`_truncate`), so B ends mid-sentence, or starts
   mid-word, equally often under both labels.
 - A NotNext B never starts at a document's first sentence, because an IsNext B never can
-  (an article's opening "X is a ..." sentence would otherwise mark NotNext).
+  (an article's opening "X is a ..." sentence would otherwise mark NotNext), and it opens a
+  paragraph exactly when the IsNext B would have.
+- No B ever runs out: where the document ends before an IsNext B could be full, no pair of
+  either label starts (decided before the coin), and a NotNext B starts where its document
+  has enough text left. A B that ran out would be short and untruncated, so it would end a
+  sentence: the first generation's cue again, through the back door.
 
 `berteval.pretrain.cues` audits the result with a classifier on surface features; the
 builder records each sentence's paragraph start so that audit can test that cue too.
@@ -58,7 +63,7 @@ class PairStats:
     pairs: int = 0
     is_next: int = 0
     not_next: int = 0
-    no_continuation: int = 0  # a document's last lone sentence: no IsNext B exists, so no pair
+    no_continuation: int = 0  # a document's end: too little text left for a full IsNext B, so no pair
     short_target: int = 0
     truncated: int = 0
     b_ran_out: dict = None  # per label: B's source document ended before the goal
@@ -104,28 +109,24 @@ def _other(d: int, n_docs: int, rng: np.random.Generator) -> int:
     return b + (b >= d)
 
 
-def _partner(documents, d: int, want: int, avail: int, rng: np.random.Generator) -> tuple[int, int]:
-    """(document, start sentence) of a NotNext B that runs out exactly when the IsNext B would.
-
-    An IsNext B runs short when its document ends before `want` tokens (`avail` < want); such a B is never
-    truncated, so it ends a sentence. The NotNext B must do the same as often: when the IsNext B would have
-    enough, start where the other document has at least `want` tokens left; when it would run short, take the
-    other document's last sentences, starting where the tokens left are nearest `avail`. Never at sentence 0
-    (an IsNext B cannot start a document). A document with no such start is replaced (a few draws)."""
+def _partner(documents, d: int, want: int, paragraph_start: bool, rng: np.random.Generator) -> tuple[int, int]:
+    """(document, start sentence) of a NotNext B: a random sentence of another document, other than its first (an
+    IsNext B never starts a document), with at least `want` tokens left, so B never runs out (an IsNext B never
+    does either: `one_pass` makes no pair where it would), and opening a paragraph exactly when the IsNext B
+    would have (`paragraph_start`): left free, a random sentence opens one at another rate than the sentence
+    after A does, a cue the audit found (0.525 at 32 tokens). A document with no such start is replaced."""
     n_docs = len(documents)
-    for _ in range(20):
+    for _ in range(50):
         b_doc = _other(d, n_docs, rng)
         lengths = np.array([len(x) for x in documents[b_doc]])
         if len(lengths) < 2:
             continue
         left = np.cumsum(lengths[::-1])[::-1][1:]  # tokens from each sentence k >= 1 to the end
-        if avail >= want:
-            ok = np.flatnonzero(left >= want)
-            if len(ok):
-                return b_doc, 1 + int(ok[rng.integers(len(ok))])
-        else:  # the start whose remaining length is nearest the IsNext B's (ties: the longer)
-            return b_doc, 1 + int(np.argmin(np.abs(left - avail) * 2 - (left >= avail)))
-    return b_doc, int(rng.integers(1, len(documents[b_doc]))) if len(documents[b_doc]) >= 2 else 0
+        opens = np.asarray(_paragraph_starts(documents, b_doc, len(lengths))[1:], dtype=bool)
+        ok = np.flatnonzero((left >= want) & (opens == paragraph_start))
+        if len(ok):
+            return b_doc, 1 + int(ok[rng.integers(len(ok))])
+    raise ValueError(f"no other document holds {want} tokens after its first sentence: too little text for pairs")
 
 
 def _paragraph_starts(documents, d: int, n: int) -> list[bool]:
@@ -145,19 +146,25 @@ def one_pass(documents, max_tokens: int, short_seq_prob: float, rng: np.random.G
             goal_short, goal = _goal(rng, short_seq_prob, max_tokens)
             chunk, j, _ = _fill(doc, i, goal)  # the sentences A is cut from
             n_chunk = j - i
-            if n_chunk == 1 and j == len(doc):
+            if j == len(doc) and n_chunk == 1:
                 stats.no_continuation += 1  # nothing follows this sentence: IsNext impossible, so no pair at all
                 break
             a_end = i + (int(rng.integers(1, n_chunk)) if n_chunk >= 2 else 1)
             tokens_a = [t for s in doc[i:a_end] for t in s]
             want = max(1, goal - len(tokens_a))
             avail = sum(len(x) for x in doc[a_end:])  # what an IsNext B could hold before the document ends
+            if avail < want:
+                # Too near the end for a full B: an IsNext B would run out (short, never truncated, so always
+                # ending a sentence) where a NotNext B need not. Decided before the coin, so no pair of either
+                # label starts here; this text was already read as the previous pair's B.
+                stats.no_continuation += 1
+                break
             is_next = bool(rng.random() < 0.5)
             if is_next:
                 tokens_b, after, ran_out = _fill(doc, a_end, want)
                 b_paragraph, next_i = paragraph[a_end], after
             else:
-                b_doc, start = _partner(documents, d, want, avail, rng)
+                b_doc, start = _partner(documents, d, want, bool(paragraph[a_end]), rng)
                 tokens_b, _, ran_out = _fill(documents[b_doc], start, want)
                 b_paragraph = _paragraph_starts(documents, b_doc, len(documents[b_doc]))[start]
                 next_i = a_end  # A's unused chunk sentences are read again, as BERT does

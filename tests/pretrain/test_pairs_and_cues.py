@@ -78,6 +78,21 @@ def test_notnext_never_starts_at_a_documents_first_sentence():
     assert not any(p.tokens_b[0] in firsts for p in _pairs(docs, 10_000) if p.label == pairs.NOT_NEXT)
 
 
+def test_notnext_b_opens_a_paragraph_exactly_when_the_isnext_b_would():
+    docs = _documents(300, sentences=(40, 200))
+    built = _pairs(docs, 125)
+    share = {lab: np.mean([p.b_paragraph_start for p in built if p.label == lab]) for lab in (0, 1)}
+    assert abs(share[0] - share[1]) < 0.02, share
+
+
+def test_no_b_runs_out():
+    docs = _documents()
+    stats = pairs.PairStats()
+    built = list(pairs.one_pass(docs, 125, 0.0, numpy_rng(0, "segments"), stats))
+    assert stats.b_ran_out == {"IsNext": 0, "NotNext": 0} and stats.no_continuation > 0
+    assert all(p.length == 128 for p in built)  # every pair full: the same truncation for both labels
+
+
 def test_pairs_are_seeded():
     docs = _documents()
     assert _pairs(docs, 61, seed=1) == _pairs(docs, 61, seed=1) != _pairs(docs, 61, seed=2)
