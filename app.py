@@ -73,9 +73,13 @@ SERVING = (f"Served by one queue with a lane per action: {CONCURRENCY} requests 
            f"context {serve.LIMITS['context']:,}; longer input is refused with a message. No file uploads.")
 NBEST_COLUMNS = ["rank", "answer", "probability", "start + end logit", "characters", "window"]
 EMPTY_NBEST = pd.DataFrame(columns=NBEST_COLUMNS)
-# The page shows the columns a reader compares, numbers rounded; the CSV download keeps every column.
-TABLE_SHOWN = ["task", "regime", "pooling", "layer", "main_metric", "mean ± std", "band", "ci95_low", "ci95_high", "n_seeds",
-               "n_train", "n_eval", "model", "reproduce", "run_ids"]
+# The page shows the columns a reader compares, the model first and by its short name, so the table fits the page
+# (with the reproduce command and record ids it was 3,590 px wide in a 1,216 px box, the model off-screen: issue 42);
+# the CSV download keeps every column, the command and the record ids included.
+TABLE_SHOWN = ["model", "task", "regime", "pooling", "layer", "metric", "mean ± std", "band", "95% CI", "seeds",
+               "train", "eval"]
+# Widths sum to 95%: each cell's padding comes on top, and at 100% the last column fell outside the 1,216 px box.
+TABLE_WIDTHS = ["17%", "5%", "8%", "9%", "5%", "7%", "12%", "5%", "12%", "5%", "5%", "5%"]
 EMPTY_TABLE = pd.DataFrame(columns=TABLE_SHOWN)
 EMPTY_REFS = pd.DataFrame(columns=["published model", "task", "regime", "head reads", "metric", "published value",
                                    "source", "not the same as berteval's setting"])
@@ -647,9 +651,20 @@ def board(model, task, pooling, regime, search):
     if b.problems:
         summary += "\n\nSkipped bad record lines: " + "; ".join(f"`{p}`" for p in b.problems[:5])
     first = b.first_view(f[0], f[1], f[3])  # compares heads: the pooling filter does not narrow it
-    shown = tab[TABLE_SHOWN].round({"ci95_low": 4, "ci95_high": 4})
-    return (summary, shown, _csv_file(b.csv(*f, search=search or None)), first,
+    return (summary, _table_shown(tab), _csv_file(b.csv(*f, search=search or None)), first,
             _estimates_markdown(b.estimates(f[0], f[1], f[3])))
+
+
+def _table_shown(tab: pd.DataFrame) -> pd.DataFrame:
+    """The table as the page shows it: short model names, the interval in one column, numbers rounded."""
+    from berteval.record_lookup import short_name
+
+    digits = tab["mean"].abs().map(lambda m: 1 if m > 1 else 4)
+    ci = [f"[{lo:.{d}f}, {hi:.{d}f}]" if pd.notna(lo) else "one seed" for lo, hi, d in
+          zip(tab["ci95_low"], tab["ci95_high"], digits)]
+    # "seeds" becomes their count (the seeds themselves are in the CSV)
+    return tab.drop(columns=["seeds"]).assign(model=tab["model"].map(short_name), **{"95% CI": ci}).rename(
+        columns={"main_metric": "metric", "n_seeds": "seeds", "n_train": "train", "n_eval": "eval"})[TABLE_SHOWN]
 
 
 def _estimates_markdown(est) -> str:
@@ -960,20 +975,23 @@ def _leaderboard_tab(board_tab: gr.Tab) -> SimpleNamespace:
     import threading
 
     threading.Thread(target=_warm_board, name="board-warm-up", daemon=True).start()
-    first = gr.Markdown(elem_id="board-first")
-    _note("Every committed result record, aggregated over seeds. The filters apply to everything in this tab "
-          "and live in the page's address: copy it to share this view.")
-    with gr.Row():
+    gr.HTML(f"<style>{BOARD_CSS}</style>", padding=False, elem_id="board-style")
+    # Filters first (they were under 4,400 px of tables: issue 42), then the answer per task, then the table.
+    with gr.Row(elem_id="board-filters"):
         filters = [gr.Dropdown(["all"], value="all", label=f, allow_custom_value=True, elem_id=f"board-{f}")
                    for f in ("model", "task", "pooling", "regime")]
         search = gr.Textbox(label="search the table (Enter)", placeholder="words that every row must contain",
                             max_lines=1, elem_id="board-search")
+    _note("Every committed result record, aggregated over seeds. The filters apply to everything in this tab "
+          "and live in the page's address: copy it to share this view.")
     board_status = _status_box("board")
     url_note = gr.Markdown(elem_id="board-url-note")
+    first = gr.Markdown(elem_id="board-first")
     summary = gr.Markdown(elem_id="board-summary")
     table = gr.Dataframe(EMPTY_TABLE, label="Every row: mean ± std over seeds, rank band (heads in one band are not "
-                         "separated by the paired tests), 95% interval, reproduce command, record ids",
-                         interactive=False, max_height=440, elem_id="board-table")
+                         "separated by the paired tests), 95% interval; the CSV adds the reproduce command and record "
+                         "ids", interactive=False, max_height=440, wrap=True, column_widths=TABLE_WIDTHS,
+                         elem_id="board-table")
     with gr.Row():
         download = gr.DownloadButton("Download CSV (every column)", size="sm", scale=0, min_width=220,
                                      elem_id="board-csv")
@@ -1016,8 +1034,10 @@ def _leaderboard_tab(board_tab: gr.Tab) -> SimpleNamespace:
     # Built when the tab is opened, not on every page load; each view is computed once per records version
     # (leaderboard.board: a run that adds records makes a new one), so opening the tab again costs nothing.
     board_tab.select(board_choices, None, filters, api_visibility="private")
-    board_tab.select(board, inputs, outputs, api_name="leaderboard")
-    board_tab.select(board_context, filters, context, api_visibility="private")
+    # No progress veil: the views are cached, and a shared link's page load has filled them already (the veil dimmed
+    # its first view while the tab's select re-sent it)
+    board_tab.select(board, inputs, outputs, api_name="leaderboard", show_progress="hidden")
+    board_tab.select(board_context, filters, context, api_visibility="private", show_progress="hidden")
     run_filters = [filters[0], filters[1], filters[3], seed]
     for control in (filters[0], filters[1], filters[3], seed):
         control.input(disagree_heads, run_filters, [head_a, head_b], api_visibility="private")
@@ -1064,7 +1084,7 @@ def build_demo() -> gr.Blocks:
         # A shared link (?tab=leaderboard&task=...) opens on that view: filters from the URL, then the tab built once.
         shared = gr.State(False)
         page.load(board_shared, None, [tabs, *shown.filters, shown.search, shared, shown.url_note, *shown.outputs],
-                  api_visibility="private").then(
+                  api_visibility="private", queue=False).then(
             board_context_if_shared, [shared, *shown.filters], shown.context, api_visibility="private",
             js=leaderboard.urlstate.SHOW_TAB_JS)
         _note(SERVING)

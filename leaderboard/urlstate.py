@@ -31,6 +31,20 @@ SYNC_JS = """(model, task, pooling, regime, search) => {
 }"""
 
 
+# Runs in the browser once a shared link's table is shown; hands its inputs on unchanged. The page's heading and
+# Encoder box take the first 330 px of a 900 px screen: a link that names the leaderboard (as `from_query` reads
+# it) scrolls the tab bar to the top, so the filters and the task's first view share one screen. It reads the
+# address, not the handler's `shared` State, which does not reach the browser.
+SHOW_TAB_JS = """(...inputs) => {
+  const q = new URL(window.location.href).searchParams;
+  if (q.get("tab") === "leaderboard" || ["model", "task", "pooling", "regime", "q"].some(k => q.has(k))) {
+    const tab = document.querySelector('button[role="tab"][aria-selected="true"]');
+    if (tab) tab.scrollIntoView({block: "start"});
+  }
+  return inputs;
+}"""
+
+
 def _values(query, key: str) -> list[str]:
     if hasattr(query, "getlist"):  # starlette's QueryParams: a key may repeat
         return [v for v in query.getlist(key) if v]

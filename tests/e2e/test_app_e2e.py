@@ -522,6 +522,42 @@ def test_a_shared_leaderboard_url_opens_on_its_filtered_view(browser, app_url):
         pg.close()
 
 
+# What a 1366 x 900 screen shows of the Leaderboard tab opened by a link to one task: the tab bar at the top (the link
+# scrolls it there), the filters, the task's sentence and its every-model table (issue 42: 4,400 px of tables came
+# before the filters, and the main table was 3,590 px wide, its model column off-screen).
+FIT_JS = """() => {
+  const box = (sel) => document.querySelector(sel).getBoundingClientRect();
+  const tables = [...document.querySelectorAll('#board-first table')];
+  const main = document.querySelector('#board-table table');
+  return {filters_top: box('#board-filters').top, first_top: box('#board-first').top,
+          first_bottom: tables[tables.length - 1].getBoundingClientRect().bottom,
+          first_header: tables[0].querySelector('th').textContent.trim(),
+          table_header: main.querySelector('th').textContent.trim(),
+          table_width: main.scrollWidth, table_box: document.querySelector('#board-table').clientWidth,
+          page_width: document.documentElement.scrollWidth, viewport: window.innerWidth};
+}"""
+
+
+@pytest.mark.parametrize("task", ["sst2", "nsp", "mrpc", "rte", "stsb", "squad"])
+def test_a_link_to_one_task_shows_filters_and_its_first_view_on_one_screen(browser, app_url, task):
+    pg = browser.new_page(viewport={"width": 1366, "height": 900})
+    pg.set_default_timeout(RESULT_MS)
+    expect.set_options(timeout=RESULT_MS)
+    try:
+        pg.goto(app_url + f"?tab=leaderboard&task={task}")
+        expect(pg.locator("#board-table").get_by_role("gridcell", name=task, exact=True).first).to_be_visible()
+        pg.wait_for_function("() => window.scrollY > 0")  # the tab bar scrolled to the top (SHOW_TAB_JS)
+        pg.wait_for_timeout(300)
+        fit = pg.evaluate(FIT_JS)
+        _screenshot(pg, f"leaderboard_first_{task}")
+        assert 0 <= fit["filters_top"] < fit["first_top"], fit  # the filters first, in view
+        assert fit["first_bottom"] <= 900, fit  # the task's every-model table ends on the first screen
+        assert fit["first_header"] == "model" and fit["table_header"].startswith("model"), fit  # the model first
+        assert fit["table_width"] <= fit["table_box"] + 1 and fit["page_width"] <= fit["viewport"], fit
+    finally:
+        pg.close()
+
+
 PHISH = ('<img src="http://other-host/pixel"> <a href="http://other-host/phish">Session expired: click here to sign '
          'in again</a> <form action="http://other-host/f"><input name=password></form> [or here](http://other-host/x)')
 
