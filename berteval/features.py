@@ -293,6 +293,44 @@ def _encode_apart(model, texts, separate, joint, data_sha256, layers, max_length
     return EncodeResult(vectors, encoded, wall, out.cache_dir if out else None, repaired)
 
 
+def _cached(folder: Path, wanted: list, key: dict, n: int, width: dict) -> tuple[dict, list[str]]:
+    """The vectors of `wanted` the cache holds intact, and a note for each damaged file it deleted."""
+    vectors: dict[tuple[str, int], np.ndarray] = {}
+    repaired: list[str] = []
+    if stale := remove_stale_temps(folder.parent):
+        log.warning("feature cache: removed %d temp file(s) left by killed writes", len(stale))
+    with _locked(folder):
+        for p, layer in wanted:
+            arr, problem = _check(folder, f"{p}@{layer}", key, (n, width[p]))
+            if arr is not None:
+                vectors[(p, layer)] = arr
+            elif problem:
+                for suffix in (".npy", ".json"):
+                    (folder / f"{p}@{layer}{suffix}").unlink(missing_ok=True)
+                repaired.append(f"feature cache: {folder / f'{p}@{layer}.npy'}: {problem}; deleted, recomputing")
+                log.warning(repaired[-1])
+    return vectors, repaired
+
+
+def _cache_write(folder: Path, out: dict, key: dict, model, data_sha256: str, max_length: int, dtype: str, n: int,
+                 wall: float) -> list[str]:
+    """Store freshly encoded vectors; a cache that cannot be written is a note, never a failed run."""
+    try:
+        with _locked(folder):
+            for (p, layer), arr in out.items():
+                _store(folder, f"{p}@{layer}", key, arr)
+            meta = {"model": model.model_id, "revision": model.revision, "data_sha256": data_sha256,
+                    "max_length": max_length, "dtype": dtype, "n": n, "last_encode_wall_s": round(wall, 3)}
+            _write_atomic(folder / "meta.json", json.dumps(meta, indent=1).encode())
+    except OSError as exc:
+        # The cache only saves time: the vectors are computed and the run goes on, uncached, saying why.
+        note = (f"the feature cache could not be written ({exc.strerror or exc}: "
+                f"{exc.filename or folder}); these vectors will be encoded again next time")
+        log.warning(note)
+        return [note]
+    return []
+
+
 def encode(
     model: LoadedModel,
     texts: list[Text],
@@ -326,21 +364,7 @@ def encode(
     key = key_fields(model, data_sha256, max_length, dtype, how)
     folder = cache_dir() / "features" / feature_key(model, data_sha256, max_length, dtype, how)
     width = {p: pooling_mod.POOLINGS[p].width(model.hidden_size) for p in poolings}
-    vectors: dict[tuple[str, int], np.ndarray] = {}
-    repaired: list[str] = []
-    if use_cache:
-        if stale := remove_stale_temps(folder.parent):
-            log.warning("feature cache: removed %d temp file(s) left by killed writes", len(stale))
-        with _locked(folder):
-            for p, layer in wanted:
-                arr, problem = _check(folder, f"{p}@{layer}", key, (len(texts), width[p]))
-                if arr is not None:
-                    vectors[(p, layer)] = arr
-                elif problem:
-                    for suffix in (".npy", ".json"):
-                        (folder / f"{p}@{layer}{suffix}").unlink(missing_ok=True)
-                    repaired.append(f"feature cache: {folder / f'{p}@{layer}.npy'}: {problem}; deleted, recomputing")
-                    log.warning(repaired[-1])
+    vectors, repaired = _cached(folder, wanted, key, len(texts), width) if use_cache else ({}, [])
     missing = [k for k in wanted if k not in vectors]
     if not missing:
         return EncodeResult(vectors, 0, 0.0, folder, repaired)
@@ -370,19 +394,6 @@ def encode(
     wall = time.perf_counter() - t0
 
     if use_cache and share.main:
-        try:
-            with _locked(folder):
-                for (p, layer), arr in out.items():
-                    _store(folder, f"{p}@{layer}", key, arr)
-                meta = {"model": model.model_id, "revision": model.revision, "data_sha256": data_sha256,
-                        "max_length": max_length, "dtype": dtype, "n": len(texts),
-                        "last_encode_wall_s": round(wall, 3)}
-                _write_atomic(folder / "meta.json", json.dumps(meta, indent=1).encode())
-        except OSError as exc:
-            # The cache only saves time: the vectors are computed and the run goes on, uncached, saying why.
-            note = (f"the feature cache could not be written ({exc.strerror or exc}: "
-                    f"{exc.filename or folder}); these vectors will be encoded again next time")
-            log.warning(note)
-            repaired.append(note)
+        repaired += _cache_write(folder, out, key, model, data_sha256, max_length, dtype, len(texts), wall)
     vectors.update(out)
     return EncodeResult(vectors, len(texts), wall, folder, repaired)
