@@ -346,7 +346,9 @@ def _resume_from_weights(folder: Path, model, sched) -> RunState:
     for name in files:
         weights.update(load_file(str(folder / name)))
     missing, unexpected = model.load_state_dict(weights, strict=False)
-    if [k for k in missing if "position_ids" not in k] or unexpected:
+    model.tie_weights()  # the MLM decoder is tied to the word embeddings: saved once, under the embeddings' name
+    missing = [k for k in missing if "position_ids" not in k and not k.startswith("cls.predictions.decoder.")]
+    if missing or unexpected:
         raise BertevalError(f"the resume weights in {folder} do not fit this model (missing {missing[:3]}, "
                             f"unexpected {unexpected[:3]}): delete the folder to start again")
     state = RunState(**json.loads((folder / "run_state.json").read_text()))
@@ -355,23 +357,11 @@ def _resume_from_weights(folder: Path, model, sched) -> RunState:
     return state
 
 
-def train(prepared, nsp: bool, hyper: dict, seed: int, device, dtype: str, checkpoint: Path,
-          dev_pairs: list, stop_after_steps: int | None = None, log=print, progress_file: Path | None = None,
-          stop_at_step: int | None = None, resume_weights: Path | None = None, describe: str = ""):
-    """Run (or resume) the pre-training; returns (model, RunState, complete). `stop_at_step` ends the run at that
-    step of its schedule (saved there, the schedule unchanged, so it can still be resumed to the end). Without a
-    checkpoint file, `resume_weights` (a folder `save_weights` wrote, e.g. committed by an earlier session on a
-    machine since lost) resumes from its weights and step."""
-    plan = schedule_plan(hyper)
-    vocab = len(prepared.tokenizer)
-    model = build_model(hyper, vocab, seed, target_counts(prepared.train, vocab)).to(device)
-    if hyper.get("pretrain_dropout") is not None:
-        # Dropout off (or changed) for pre-training only: one pass over the text leaves nothing to overfit
-        # (Cramming, 2022); the config keeps BERT's 0.1, so a fine-tune of the saved model uses dropout as usual.
-        for module in model.modules():
-            if isinstance(module, torch.nn.Dropout):
-                module.p = float(hyper["pretrain_dropout"])
-    params, opt, sched = _optimiser(model, hyper, plan["steps"], nsp)
+def _start_state(prepared, model, opt, sched, seed: int, dtype: str, checkpoint: Path, resume_weights, describe: str,
+                 plan: dict, log) -> RunState:
+    """The run's state at this session's start: resumed from the checkpoint file, else from committed weights,
+    else new; this session's row appended to `segments` (what ran when, and how it resumed)."""
+    device = next(model.parameters()).device
     state = RunState()
     how = "start"
     if checkpoint.is_file():
@@ -395,6 +385,27 @@ def train(prepared, nsp: bool, hyper: dict, seed: int, device, dtype: str, check
                            "dtype": dtype, "device": describe or str(device),
                            "threads": torch.get_num_threads(), "started": time.strftime("%Y-%m-%dT%H:%M:%SZ",
                                                                                         time.gmtime())})
+    return state
+
+
+def train(prepared, nsp: bool, hyper: dict, seed: int, device, dtype: str, checkpoint: Path,
+          dev_pairs: list, stop_after_steps: int | None = None, log=print, progress_file: Path | None = None,
+          stop_at_step: int | None = None, resume_weights: Path | None = None, describe: str = ""):
+    """Run (or resume) the pre-training; returns (model, RunState, complete). `stop_at_step` ends the run at that
+    step of its schedule (saved there, the schedule unchanged, so it can still be resumed to the end). Without a
+    checkpoint file, `resume_weights` (a folder `save_weights` wrote, e.g. committed by an earlier session on a
+    machine since lost) resumes from its weights and step."""
+    plan = schedule_plan(hyper)
+    vocab = len(prepared.tokenizer)
+    model = build_model(hyper, vocab, seed, target_counts(prepared.train, vocab)).to(device)
+    if hyper.get("pretrain_dropout") is not None:
+        # Dropout off (or changed) for pre-training only: one pass over the text leaves nothing to overfit
+        # (Cramming, 2022); the config keeps BERT's 0.1, so a fine-tune of the saved model uses dropout as usual.
+        for module in model.modules():
+            if isinstance(module, torch.nn.Dropout):
+                module.p = float(hyper["pretrain_dropout"])
+    params, opt, sched = _optimiser(model, hyper, plan["steps"], nsp)
+    state = _start_state(prepared, model, opt, sched, seed, dtype, checkpoint, resume_weights, describe, plan, log)
     orders = _orders(prepared, plan, seed)
     objective = Objective(model, nsp)
     model.train()

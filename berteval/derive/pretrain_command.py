@@ -260,6 +260,7 @@ def _record(args, twin, hyper, plan, prepared, state, final, device, wall) -> di
         "examples": {"prepared": prepared.folder.name, **prepared.record},
         "training": {"steps": state.step, "tokens_seen": state.tokens, "sequences_seen": state.sequences,
                      "train_wall_s": round(state.wall_s, 1), "resumed_at_steps": state.resumed_at,
+                     "segments": state.segments,
                      "first_loss": losses[0][0] if losses else None, "last_100_loss": round(
                          sum(r[0] for r in losses[-100:]) / max(1, len(losses[-100:])), 4),
                      "loss_columns": ["loss", "mlm_loss", "nsp_loss", "mlm_accuracy", "nsp_accuracy"],

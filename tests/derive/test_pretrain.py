@@ -254,3 +254,24 @@ def test_a_reused_vocabulary_rebuilds_the_same_examples(corpus, tmp_path):
     assert pretrain_data.sequences_sha256(again.train) == pretrain_data.sequences_sha256(first.train)
     with pytest.raises(BertevalError, match="no tokenizer"):
         vocab.reuse(tmp_path)
+
+
+def test_a_run_resumes_on_a_new_machine_from_its_committed_weights(corpus, tmp_path, monkeypatch):
+    """A session commits --export-resume (weights, tokenizer, run state; no optimiser state); a machine without the
+    checkpoint file (another cache) resumes from it with --vocab at the same step and finishes, saying how."""
+    from berteval.derive import pretrain_command
+
+    out = tmp_path / "out"
+    monkeypatch.setenv("BERTEVAL_CACHE", str(tmp_path / "cache-a"))
+    assert _pretrain("wiki-bert-mini-g2", corpus, out, "--stop-after-steps", "5") == 3
+    assert _pretrain("wiki-bert-mini-g2", corpus, out, "--export-resume") == 0
+    folder = pretrain_command.resume_folder("wiki-bert-mini-g2", out)
+    state = json.loads((folder / "run_state.json").read_text())
+    assert state["step"] == 5 and (folder / "tokenizer.json").is_file() and not list(folder.glob("*.pt"))
+    monkeypatch.setenv("BERTEVAL_CACHE", str(tmp_path / "cache-b"))  # the lost machine: no checkpoint, no examples
+    assert _pretrain("wiki-bert-mini-g2", corpus, out, "--vocab", str(folder)) == 0
+    rec = json.loads((out / "encoders" / "wiki-bert-mini-g2" / "derivation.json").read_text())
+    assert rec["training"]["steps"] == 12 and rec["training"]["resumed_at_steps"] == [5]
+    segments = rec["training"]["segments"]
+    assert [s["resumed_from"] for s in segments] == ["start", "weights"] and segments[1]["from_step"] == 5
+    assert segments[0]["vocab_sha256"] == segments[1]["vocab_sha256"] and segments[0]["dtype"] in ("bf16", "fp32")
