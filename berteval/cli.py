@@ -45,23 +45,12 @@ EXAMPLES = """examples:
 """
 
 
-def _parser() -> argparse.ArgumentParser:
+def _run_arguments(r: argparse.ArgumentParser) -> None:
+    """The options of `run` (the grid, the data, the heads' training, SQuAD's windows, precision and device)."""
     from .pooling import POOLINGS, default_names
     from .regimes import REGIMES
     from .tasks import TASKS
 
-    ap = argparse.ArgumentParser(
-        prog="python -m berteval",
-        description=f"Score BERT heads and pooling choices on {', '.join(t.display_name for t in TASKS.values())}; "
-                    f"write typed result records.",
-        epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    ap.add_argument("--version", action="version", version=f"berteval {__version__}")
-    sub = ap.add_subparsers(dest="verb", required=True)
-
-    r = sub.add_parser("run", help="run a (pooling x layer x seed) grid; skips records that exist",
-                       epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     r.add_argument("--task", required=True, help=f"one of: {', '.join(TASKS)}")
     r.add_argument("--model", default="default",
                    help="'default' (embedded all-MiniLM-L6-v2), a local folder, or a hub id such as bert-base-uncased")
@@ -116,6 +105,22 @@ def _parser() -> argparse.ArgumentParser:
                    help="list the command's cells, each present in the results or to run, and stop: loads no "
                         "model, writes nothing (exit 0 when every cell is present, 1 when some would run)")
 
+
+def _parser() -> argparse.ArgumentParser:
+    from .tasks import TASKS
+
+    ap = argparse.ArgumentParser(
+        prog="python -m berteval",
+        description=f"Score BERT heads and pooling choices on {', '.join(t.display_name for t in TASKS.values())}; "
+                    f"write typed result records.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ap.add_argument("--version", action="version", version=f"berteval {__version__}")
+    sub = ap.add_subparsers(dest="verb", required=True)
+
+    _run_arguments(sub.add_parser("run", help="run a (pooling x layer x seed) grid; skips records that exist",
+                                  epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter))
     sub.add_parser("ls", help="list tasks, poolings and regimes")
 
     v = sub.add_parser("validate", help="check record files; report bad lines by number; exit 1 if any")
