@@ -968,10 +968,10 @@ def _warm_board() -> None:
 
 
 def _leaderboard_tab(board_tab: gr.Tab) -> SimpleNamespace:
-    """The first view (one compact view per task), the filters, the table, then every detail on demand: the
-    findings in full, each figure, the disagreement viewer and the published numbers in accordions (a figure is
-    built when its accordion opens). Returns the components the page's shared-link handler sets (filters,
-    search, url_note) and fills."""
+    """The filters, the first view (one row per task, or the chosen task's every-model view), the table, then every
+    detail on demand: the findings in full, each figure, the disagreement viewer and the published numbers in
+    accordions (a figure is built when its accordion opens). Returns the components the page's shared-link handler
+    sets (filters, search, url_note) and fills."""
     import threading
 
     threading.Thread(target=_warm_board, name="board-warm-up", daemon=True).start()
