@@ -213,6 +213,8 @@ def test_an_rte_answer_says_its_head_is_no_better_than_the_majority_class():
     assert "this head beats always answering" in about.split("\n\n")[0] and "positive" in label
 
 
+# slow: loads every offline encoder and its committed NSP heads (about 15 CPU s)
+@pytest.mark.slow
 def test_a_next_sentence_head_at_chance_says_so_in_its_answer():
     a, b = "The Normans gave their name to Normandy.", "They were descended from Norse raiders."
     label, about, table = app.next_sentence("default+random", a, b)[:3]  # its probe: 0.507 on 50/50 dev pairs

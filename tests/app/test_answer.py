@@ -173,6 +173,8 @@ def test_a_checkpoint_with_its_own_qa_head_answers_in_the_tab(tmp_path, monkeypa
     assert nbest["answer"].is_unique  # the repeated sentence: each answer text once
 
 
+# slow: the real QA adapter answered on fp32 and on bf16 weights (about 21 CPU s)
+@pytest.mark.slow
 def test_a_deployment_can_serve_answers_on_bf16_weights(tmp_path):
     """BERTEVAL_APP_DTYPE=bf16: the answer comes from the bf16 copy of the weights (the fp32 model untouched),
     close to fp32's; the page says which weights answer; any other value stops the app with what to set."""

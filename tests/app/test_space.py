@@ -17,10 +17,12 @@ def test_readme_front_matter_mirrors_space_yaml():
     assert space["sdk"] == "gradio" and space["app_file"] == "app.py"
 
 
-def test_ci_runs_the_readme_test_command():
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
-    assert "python -m pytest tests -q" in readme and "python -m pytest tests -q" in ci
+def test_ci_runs_the_readme_test_command_and_then_the_slow_tests():
+    commands = ["python -m pytest tests -q", "python -m pytest tests -q -m slow"]
+    readme = [line.split("#")[0].strip() for line in (REPO / "README.md").read_text(encoding="utf-8").splitlines()]
+    ci = [line.strip() for line in (REPO / ".ci" / "run").read_text(encoding="utf-8").splitlines()]
+    assert all(c in readme for c in commands), "the README shows both test commands, each on a line of its own"
+    assert [line for line in ci if line.startswith("python -m pytest")] == commands
 
 
 def test_space_sdk_version_is_the_pinned_gradio():

@@ -93,6 +93,8 @@ def test_squad_by_dtype_scores_the_same_model_in_each_dtype(tiny_models, tmp_pat
     assert "bf16 (weights) - fp32: EM" in text and "bf16 (autocast) - fp32: EM" in text
 
 
+# slow: every bench section on the tiny model in one process (about 22 CPU s); the fast end-to-end test is below
+@pytest.mark.slow
 def test_bench_reports_ablation_memory_and_latency_in_one_run(tiny_models, tiny_sst2, tmp_path, capsys):
     """The other sections on the tiny model: the ablation runs both probe commands from cold caches and finds
     every cell, memory measures each setting in its own process, latency times the forward passes (the tiny

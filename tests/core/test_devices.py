@@ -85,6 +85,8 @@ if dist.is_initialized():
 """
 
 
+# slow: two processes that each import torch and join over gloo (about 17 CPU s)
+@pytest.mark.slow
 def test_two_process_encoding_equals_one_process(tiny_models, tmp_path):
     script = tmp_path / "encode.py"
     script.write_text(SCRIPT)

@@ -66,6 +66,8 @@ def test_committed_classification_records_rescore_identically_through_evaluate(t
         assert got == rec.metrics, rec.run_id  # bit for bit, not approximately
 
 
+# slow: every committed SST-2 paired test recomputed through evaluate (about 13 CPU s)
+@pytest.mark.slow
 def test_committed_paired_tests_equal_the_mcnemar_module():
     mcnemar = modules.load("mcnemar_exact")
     by_id = {r.run_id: r for r in STORE.read("sst2")[0]}
@@ -83,6 +85,8 @@ def test_committed_paired_tests_equal_the_mcnemar_module():
     assert checked >= 30
 
 
+# slow: every committed SQuAD prediction file re-scored on the real dev set (about 14 CPU s)
+@pytest.mark.slow
 @pytest.mark.skipif(not (SHARED_DATA / "squad" / "dev-v1.1.json").is_file(),
                     reason=f"no SQuAD v1.1 dev set under {SHARED_DATA}: the committed SQuAD predictions cannot be re-scored")
 def test_committed_squad_predictions_rescore_to_the_records_em_and_f1():

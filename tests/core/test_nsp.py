@@ -219,6 +219,8 @@ def test_demo_head_without_records_says_so_to_a_visitor(tiny_models, tmp_path):
     assert "--" not in str(e.value) and "python" not in str(e.value)  # the page's visitor has no command line
 
 
+# slow: the NSP pair set built from the real SQuAD files (about 10 CPU s)
+@pytest.mark.slow
 @needs_data
 def test_real_pair_set_counts_and_committed_records(tmp_path):
     data = get("nsp").load(DATA)

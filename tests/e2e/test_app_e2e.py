@@ -1,10 +1,11 @@
 """The app end to end, in a real headless Chromium: start `python app.py`, visit every tab,
 run one example in each and read what a visitor would see.
 
-Runs by default (CI installs Debian's chromium; Playwright's Python package drives it,
-Playwright's own browser download is not used) and skips, saying why, where the browser
-or playwright is missing. BERTEVAL_SCREENS=<folder> also saves a full-page screenshot of
-each tab there as app_<tab>.png.
+Runs with the slow tests (`python -m pytest tests -q -m slow`, which .ci/run runs after the README's
+command: a server that imports torch and gradio and loads the models, then a browser, take minutes on
+2 cores). CI installs Debian's chromium; Playwright's Python package drives it, Playwright's own browser
+download is not used; it skips, saying why, where the browser or playwright is missing.
+BERTEVAL_SCREENS=<folder> also saves a full-page screenshot of each tab there as app_<tab>.png.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ except ImportError:  # pragma: no cover - depends on the machine
 
 pytestmark = [
     pytest.mark.e2e,  # the page in a real browser: -m "not e2e" leaves these out
+    pytest.mark.slow,  # the served page: minutes of CPU (test_space_e2e.py shares this list)
     pytest.mark.skipif(not CHROMIUM.is_file(), reason=f"{CHROMIUM} is missing: apt-get install -y chromium"),
     pytest.mark.skipif(sync_playwright is None, reason="playwright is not installed: pip install -r requirements.txt"),
 ]

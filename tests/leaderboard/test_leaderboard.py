@@ -363,6 +363,8 @@ def test_report_is_one_file_with_plotly_figures_and_csv_packed_inside(tmp_path):
     assert pd.read_csv(io.StringIO(packs["pack-table"]))["run_ids"].str.len().min() > 0
 
 
+# slow: the report of every committed record (about 12 CPU s); the report's parts are tested on small frames
+@pytest.mark.slow
 def test_report_of_the_committed_records_is_small_and_opens_on_the_answer(tmp_path):
     """The committed records' report (1.7 MB plus 14.1 MB beside it, 91,057 px tall, 3 min 04 s, issue 42): one
     file under 3 MB whose first screen answers each task, every other section closed until opened."""

@@ -98,6 +98,8 @@ def test_pairs_are_seeded():
     assert _pairs(docs, 61, seed=1) == _pairs(docs, 61, seed=1) != _pairs(docs, 61, seed=2)
 
 
+# slow: two 5-fold cue audits (about 16 CPU s)
+@pytest.mark.slow
 def test_the_audit_passes_the_new_pairs_and_catches_the_first_generations_cue():
     docs = _documents(300, sentences=(40, 200))  # articles of ~100 sentences, as Wikipedia's: ~6,000 pairs
     vocab = _Vocab(max(t for doc in docs for s in doc for t in s) + 1)
