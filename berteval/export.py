@@ -40,6 +40,7 @@ for _name, _label, _kind in (("mrpc", "GLUE MRPC", "Paraphrase detection"), ("rt
     CARD[_name] = {"task": {"type": "text-classification", "name": _kind},
                    "dataset": {"name": _label, "type": "nyu-mll/glue", "config": _name}}
 REGIME_WORDS = {"probe": "frozen encoder, trained probe", "finetune": "fine-tuned",
+                "finetune-lora": "fine-tuned with LoRA adapters (adapter and head committed)",
                 "finetune-small": "fine-tuned, small-BERT protocol (whole train set, 4 epochs, lr chosen on "
                                   "held-out train)",
                 "pretrained": "the checkpoint's own pretrained head"}

@@ -1,5 +1,5 @@
-"""The regime registry: how a head gets its weights (probe, finetune, the small-BERT protocol finetune-small,
-pretrained, and span QA's other fine-tunes).
+"""The regime registry: how a head gets its weights (probe, finetune, its LoRA variant finetune-lora whose
+adapter is kept, the small-BERT protocol finetune-small, pretrained, and span QA's other fine-tunes).
 
 Each regime is a module of this package holding a `REGIME`: its name, its label on the
 leaderboard, what it does, and its implementation per kind of task; registry order is the
@@ -13,12 +13,13 @@ Importing this package imports no torch (implementations load their libraries wh
 from __future__ import annotations
 
 from ..errors import BertevalError
-from . import finetune, finetune_full, finetune_lora_plus, finetune_small, pretrained, probe
+from . import finetune, finetune_full, finetune_lora, finetune_lora_plus, finetune_small, pretrained, probe
 from .base import COMMON_FLAGS, OPTIONS, Cell, CellRegime, CellResult, Contract, Regime, Run, RunSpec
 from .kfold import KFOLD_SPLIT, KFold, is_estimate, is_kfold
 
 REGIMES: dict[str, Regime] = {m.REGIME.name: m.REGIME
-                              for m in (probe, finetune, finetune_small, pretrained, finetune_lora_plus, finetune_full)}
+                              for m in (probe, finetune, finetune_lora, finetune_small, pretrained, finetune_lora_plus,
+                                        finetune_full)}
 
 
 def supported(task) -> list[str]:

@@ -58,6 +58,19 @@ class PooledFinetune(CellRegime):
     contract = Contract(options=("poolings", "train_sizes", "limit_train", *TRAIN_OPTIONS),
                         optional=("train_size", "processes"))
     bf16_path = precision.MIXED  # trained: autocast over fp32 weights (nothing in the id)
+    trained = "whole encoder trained"  # the record's words for which weights moved
+
+    def hyperparameters(self, run) -> dict:
+        return hyperparameters(run.spec)
+
+    def tunable(self, model, cell: Cell):
+        """The module to train around `model` (here `model` itself: every weight moves)."""
+        return model
+
+    def finish(self, prep: Prepared, cell: Cell, run_id: str, trained) -> tuple:
+        """(the model that predicts dev, the record's config entries for what was kept): nothing is kept here,
+        the encoder's weights are too large to commit."""
+        return trained, {}
 
     def cells(self, run) -> list[Cell]:
         from ..errors import BertevalError
@@ -82,7 +95,7 @@ class PooledFinetune(CellRegime):
         # A pooling with parameters names how fast they train (attention's query: QUERY_LR_SCALE x the lr);
         # the records before this rule (a query that never moved) had no such entry.
         own = {"pooling_lr_scale": _pooling_lr_scale(cell.pooling)} if pooling.POOLINGS[cell.pooling].trained else {}
-        return {**hyperparameters(run.spec), "heldout": [probe.HELDOUT_MAX, probe.HELDOUT_FRACTION], **steps, **own}
+        return {**self.hyperparameters(run), "heldout": [probe.HELDOUT_MAX, probe.HELDOUT_FRACTION], **steps, **own}
 
     def prepare(self, run, todo: list[Cell]) -> Prepared:
         from .. import features
@@ -102,20 +115,21 @@ class PooledFinetune(CellRegime):
         from ..config import cache_dir
 
         run, train, evals = prep.run, prep.train, prep.evals
-        hp = hyperparameters(run.spec)
+        hp = self.hyperparameters(run)
         rows = draw_rows(len(train), cell)
         tr, ho = probe.heldout_split(len(rows), cell.seed)
         tr_idx, ho_idx = rows[tr], rows[ho]
         if cell.train_size is not None:  # a learning-curve point trains as many steps as the default protocol
             hp["epochs"] = step_budget(run.spec) / _steps_per_epoch(len(rows), hp["batch_size"])
         model, ds, collate, select, heldout_scores = _setup(prep, cell, tr_idx, ho_idx)
+        model = self.tunable(model, cell)
         cfg = training.TrainConfig(epochs=hp["epochs"], batch_size=hp["batch_size"], lr=hp["lr"], seed=cell.seed,
                                    dtype=run.spec.dtype, checkpoint_dir=cache_dir() / "checkpoints" / run_id,
                                    checkpoint_every=200)
         t0 = time.perf_counter()
         res = training.train(model, ds, collate, lambda m, b: m(**b)[0], cfg, progress=run.spec.progress,
                              lengths=[len(x) for x in ds.enc["input_ids"]], on_epoch_end=select)
-        model = getattr(model, "module", model)
+        model, kept = self.finish(prep, cell, run_id, getattr(model, "module", model))
         from ..heads.classifier import predict
 
         proba = predict(model, run.model, evals.texts, run.max_length, run.spec.dtype)
@@ -133,7 +147,7 @@ class PooledFinetune(CellRegime):
                     "finetune": {"head": ("dropout + Linear(hidden, 1) on the pooled vector, squared-error loss"
                                           if run.task.regression else
                                           "dropout + Linear(hidden, labels) on the pooled vector") +
-                                         "; whole encoder trained",
+                                         f"; {self.trained}",
                                  **hp, "warmup_ratio": cfg.warmup_ratio, "weight_decay": cfg.weight_decay,
                                  "batches": "length-grouped", "steps": res.steps,
                                  "examples_seen": res.examples_seen, "epochs_run": res.epochs_run,
@@ -142,7 +156,7 @@ class PooledFinetune(CellRegime):
                                  "n_heldout": len(ho_idx), "first_loss": round(losses[0], 4) if losses else None,
                                  "last_loss": round(float(np.mean(losses[-50:])), 4) if losses else None,
                                  "resumed_from_step": res.resumed_from_step,
-                                 **({"segments": res.segments} if len(res.segments) > 1 else {})}},
+                                 **({"segments": res.segments} if len(res.segments) > 1 else {})}, **kept},
             wall_s=wall, cleanup=lambda: training.clear_checkpoint(cfg))
 
 
