@@ -2,8 +2,8 @@
 
 Everything here is offline and takes milliseconds: a 2-layer, 16-wide BERT with a
 hand-written WordPiece vocabulary, saved with save_pretrained so berteval loads it
-through exactly the path a real checkpoint takes. Slow tests (real model on real data)
-are opt-in: `pytest -m slow` or BERTEVAL_SLOW=1.
+through exactly the path a real checkpoint takes. Slow tests (real model on real data, the browser,
+subprocesses that import torch) are opt-in: `pytest -m slow` or BERTEVAL_SLOW=1; .ci/run runs them too.
 
 The tests live in one folder per concept (core, qa, derive, leaderboard, app, e2e). What more than one
 folder uses lives here, not in a test module: fixtures (tiny models, SST-2, GLUE pair and SQuAD files) are
@@ -46,7 +46,9 @@ _CACHES = {"BERTEVAL_CACHE": "berteval", "HF_DATASETS_CACHE": "datasets", "HF_MO
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "slow: real model on real data; run with -m slow or BERTEVAL_SLOW=1")
+    config.addinivalue_line("markers", "slow: minutes of CPU and not needed to trust a change (real model on real "
+                                       "data, the browser, subprocesses that import torch); .ci/run runs them after "
+                                       "the README's command: -m slow or BERTEVAL_SLOW=1")
     for var, sub in _CACHES.items():
         os.environ[var] = str(_SESSION_DIR / sub)
 
