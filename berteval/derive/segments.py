@@ -47,6 +47,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from ..nsp_pairs import IS_NEXT, NOT_NEXT
+from ..pretrain.pairs import _other, _truncate  # one truncation rule, one partner draw for both builders
 from ..seeds import numpy_rng
 
 MAX_LENGTH = 128  # BERT's phase-1 sequence length (90% of its pre-training steps)
@@ -103,30 +104,11 @@ def _fill(doc: Document, start: int, target: int) -> tuple[list[int], int]:
     return out, j
 
 
-def _truncate(a: list[int], b: list[int], max_tokens: int, rng: np.random.Generator) -> bool:
-    """Trim the longer segment (B on a tie), from its front or back at random, until the pair fits."""
-    cut = False
-    while len(a) + len(b) > max_tokens:
-        longer = a if len(a) > len(b) else b
-        if rng.random() < 0.5:
-            del longer[0]
-        else:
-            longer.pop()
-        cut = True
-    return cut
-
-
 def _goal(rng: np.random.Generator, short_seq_prob: float, max_tokens: int) -> tuple[bool, int]:
     """The next pair's target length: full, or with probability short_seq_prob uniform in [2, max_tokens]."""
     if rng.random() < short_seq_prob:
         return True, int(rng.integers(2, max_tokens + 1))
     return False, max_tokens
-
-
-def _other(d: int, n_docs: int, rng: np.random.Generator) -> int:
-    """A document index uniform over every document but `d`."""
-    b = int(rng.integers(n_docs - 1))
-    return b + (b >= d)
 
 
 def _tokens(documents, d: int) -> int:
