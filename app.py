@@ -245,6 +245,15 @@ def _classify_head(clf, task, pooling: str, what: str) -> str:
             f"{head.n_train:,} {task.label} {what}; {_head_line(head)}.")
 
 
+def _tuned_head(clf, task, head: serve.TaskHead, probe: serve.TaskHead, what: str) -> str:
+    """A fine-tune's adapter answered (it beats this encoder's probe on the same reading): which, and why."""
+    return (f"**Head:** a fine-tune of {head.encoder} reading `{head.pooling}` (last layer): LoRA adapters on its "
+            f"encoder + the pooled head (`--regime finetune-lora`, committed with its record), trained on "
+            f"{head.n_train:,} {task.label} {what}; {_head_line(head)}. It is the best committed {task.label} head "
+            f"reading `{head.pooling}` that this page can serve, so it answers whichever encoder is chosen; "
+            f"{clf.model.model_id}'s own probe on `{probe.pooling}` (dev {probe.figures()}) is in the table below.")
+
+
 def _classify_checkpoint(clf, probs: dict, reading) -> tuple:
     """The checkpoint's own sequence-classification head answers (no committed record for this model), with its
     SST-2 dev accuracy measured here (or why there is none)."""
@@ -278,14 +287,19 @@ def classify(model_text: str, sentence: str, pooling: str, task: str = "sst2", s
         raise BertevalError(f"no {t.label} head reads `{pooling}` for {clf.model.model_id}; "
                             f"available: {', '.join(heads) or 'none'}.")
     what = "pairs" if t.pair else "sentences"
-    head = heads[pooling]
+    probe = heads[pooling]
+    # A pair task answers with the best committed head on this reading that can be served: a fine-tune's adapter
+    # where its dev figure is above this encoder's probe (issue 42: MRPC's and RTE's probes are at chance).
+    head = serve.served_head(t.name, probe) if t.pair else probe
+    value = values[pooling] if head is probe else serve.served_output(head, text, SERVE_DTYPE)
     unknown = reading is not None and reading.mostly_unknown  # said in the answer line itself, not again below it
-    about = (_answer_line(t, head, values[pooling], reading) + (_cut(reading) if unknown else _notes(reading))
-             + _classify_head(clf, t, pooling, what))
+    about = (_answer_line(t, head, value, reading) + (_cut(reading) if unknown else _notes(reading))
+             + (_classify_head(clf, t, pooling, what) if head is probe else _tuned_head(clf, t, head, probe, what)))
     if pooling == "pooler":
         about += f"\n\n**This model's pooler** is {clf.model.heads.pooler_provenance}."
     about += _best_elsewhere(t, head)
-    return _big_answer(t, head, values[pooling], reading), about, _compare_table(t, heads, values)
+    tuned = None if head is probe else (head, value)
+    return _big_answer(t, head, value, reading), about, _compare_table(t, heads, values, tuned)
 
 
 def _at_chance(head: serve.TaskHead) -> bool:
@@ -350,30 +364,38 @@ def _better_reading(t, head: serve.TaskHead) -> str:
 def _best_elsewhere(t, head: serve.TaskHead) -> str:
     """Where the served head is not the best the records measure: which is, and why it does not answer here."""
     best = serve.best_measured(t.name)
-    if best is None or best.regime == "probe" or best.mean <= head.mean_main:
+    if best is None or best.regime in ("probe", serve.tuned.REGIME) or best.mean <= head.mean_main:
         return ""
     figure = f"{best.mean:.3f}" if best.mean <= 1 else f"{best.mean:.1f}"
     return (f"\n\n**The best measured {t.label} head** is a fine-tune of {best.model} reading `{best.pooling}` "
-            f"({figure} mean over {best.n_seeds} seeds; see the leaderboard). It does not answer here: a fine-tune "
-            f"trains the whole encoder (90 MB) and keeps no weights to serve, so the page serves the committed probes.")
+            f"({figure} mean over {best.n_seeds} seeds; see the leaderboard). It does not answer here: that "
+            f"fine-tune trained the whole encoder (90 MB) and kept no weights to serve, so the page serves the best "
+            f"committed head it has weights for.")
 
 
-def _compare_table(t, heads: dict, values: dict) -> str:
-    """The same input under every head, each with its dev figures and whether it beats the majority class."""
+def _compare_table(t, heads: dict, values: dict, tuned: tuple | None = None) -> str:
+    """The same input under every head, each with its dev figures and whether it beats the majority class; a
+    fine-tune's adapter that answered (`tuned`: its head and output) first."""
     def beats(h) -> str:
         return "–" if h.baseline is None else ("yes" if h.baseline.beaten else "**no**")
 
+    passes = "one forward pass feeds all of them"
+    if tuned is not None:  # its row under a name of its own (its encoder is named above), the probes' by pooling
+        head, value = tuned
+        heads = {f"{head.pooling} · fine-tuned": head, **heads}
+        values = {f"{head.pooling} · fine-tuned": value, **values}
+        passes = f"the fine-tune on {head.encoder} answers; one forward pass feeds the probes"
     subject = "pair" if t.pair else "sentence"
     if t.regression:
         low, high = t.score_range
         rows = "\n".join(f"| `{h}` | {values[h]:.2f} | {heads[h].figures()} | {beats(heads[h])} |" for h in heads)
-        return (f"**The same pair under every head** (one forward pass feeds all of them; scores outside "
+        return (f"**The same pair under every head** ({passes}; scores outside "
                 f"{low:g}-{high:g} are shown as computed and clipped above):\n\n"
                 "| head reads | score (0-5) | its dev figures | beats chance? |\n|---|---|---|---|\n" + rows)
     no, yes = t.labels
     rows = "\n".join(f"| `{h}` | {values[h]:.3f} | {yes if values[h] >= 0.5 else no} | {heads[h].figures()} | "
                      f"{beats(heads[h])} |" for h in heads)
-    return (f"**The same {subject} under every head** (one forward pass feeds all of them; a head that does not beat "
+    return (f"**The same {subject} under every head** ({passes}; a head that does not beat "
             f"the majority class says little):\n\n| head reads | P({yes}) | verdict | its dev figures | beats the "
             f"majority class? |\n|---|---|---|---|---|\n" + rows)
 
@@ -856,10 +878,11 @@ def _clear_for(fn):
 
 
 def _classify_tab(model_box: gr.Dropdown) -> None:
-    """Sentence (or pair) -> label or score, by the committed probe head of the chosen task on the chosen vector."""
+    """Sentence (or pair) -> label or score, by the best committed head of the chosen task on the chosen vector."""
     _note("A sentence → positive / negative (SST-2), or a pair → paraphrase (MRPC), entailment (RTE) or a "
-          "similarity score from 0 to 5 (STS-B), by the committed probe head reading the vector you choose. A model "
-          "with no SST-2 record gets a quick probe trained here on demand.")
+          "similarity score from 0 to 5 (STS-B), by the committed probe head reading the vector you choose, or on a "
+          "pair task by a committed fine-tune reading it where that is better. A model with no SST-2 record gets a "
+          "quick probe trained here on demand.")
     with gr.Row():
         with gr.Column():
             task = gr.Radio([(t.title, t.name) for t in serve.PAGE_TASKS.values()], value="sst2", label="Task",

@@ -22,7 +22,7 @@ from ..qa import DEFAULTS as QA_DEFAULTS
 from ..qa import confidence as qa_confidence
 from ..qa import inference as qa_inference
 from ..qa.windows import make_windows
-from . import budget, confidence, inside, nsp, qa, quick, reading, task_heads, threads
+from . import budget, confidence, inside, nsp, qa, quick, reading, task_heads, threads, tuned
 
 threads.serialise_fast_tokenizers()  # request threads share tokenizers (see berteval/serve/threads.py)
 
@@ -201,6 +201,28 @@ def _best_beating(task: str, pooling: str, version: int):
     name = (models.DEFAULT + model_id[len(default_id):] if model_id.startswith(default_id)
             else model_id.split("/", 1)[-1])  # berteval/wiki-bert-mini -> wiki-bert-mini
     return (name, head) if name in offline_models() else None
+
+
+def served_head(task: str, probe: task_heads.TaskHead | None) -> task_heads.TaskHead | None:
+    """The head that answers `task` on `probe`'s reading: the best committed fine-tune adapter reading the same
+    vector on an offline encoder where its dev figure is above the probe's, else the probe (`tuned.served`)."""
+    if probe is None or probe.run_id is None:  # a quick probe or a checkpoint's head: no committed record
+        return probe
+    from ..store import Store
+
+    path = Store().records_path(task)
+    found = _tuned(task, probe.pooling, path.stat().st_mtime_ns if path.is_file() else 0)
+    return tuned.served(probe, found)
+
+
+@functools.lru_cache(maxsize=64)
+def _tuned(task: str, pooling: str, version: int) -> task_heads.TaskHead | None:
+    return tuned.committed(task, pooling, [*offline_models(), *allowed_folders()])  # what the page may load
+
+
+def served_output(head: task_heads.TaskHead, text, dtype: str = "fp32") -> float:
+    """A fine-tune adapter's P(class 1) or score for one input (a probe's comes from `classify`)."""
+    return tuned.output(head, text, dtype)
 
 
 @functools.lru_cache(maxsize=4)

@@ -96,6 +96,9 @@ class TaskHead:
     run_id: str | None = None  # the committed record behind it; None for a quick probe
     n_eval: int = 0
     baseline: Baseline | None = None  # None: not measured (a quick probe, a record without its predictions)
+    regime: str = "probe"  # what trained it: a probe (weight, bias), or a fine-tune served as an adapter
+    encoder: str = ""  # a fine-tune's encoder, as the Encoder box names it (it answers whatever the box holds)
+    adapter: str = ""  # a fine-tune's adapter folder (`serve.tuned`)
 
     @property
     def dev_value(self) -> float:
@@ -109,6 +112,8 @@ class TaskHead:
         """The main metric's mean over the seeds, in words: "mean accuracy over 5 seeds 0.8103", "mean Pearson x100
         over 3 seeds 44.9" (a 0-100 metric in its own figures' precision)."""
         name = METRICS[self.main_metric].label if self.main_metric in METRICS else self.main_metric
+        if self.n_seeds == 1:
+            return "one seed committed"
         return f"mean {name} over {self.n_seeds} seeds {_number(self.mean_main)}"
 
 
