@@ -1,3 +1,9 @@
+"""Diagnostic (issue 41, round 5), kept as it ran: the cue audit of NotNext-partner variants on the first 3,000
+Wikipedia articles (the first twins' tokenizer), against berteval/pretrain/pairs.py as of commit 74a3f4a, where
+`_partner(documents, d, want, avail, rng)` was the `v1` variant. v0: a free start; v2: v1 with ran-out B kept
+short (crashed at 512, as the log shows). The builder that followed makes no pair where a B would run out and
+matches paragraph starts (pairs.py now). Run: PYTHONPATH=. python builder_variants.py 3000 (the docs are cached
+in a pickle outside the repository)."""
 import time, sys, numpy as np
 from pathlib import Path
 from transformers import AutoTokenizer
