@@ -323,11 +323,23 @@ def look_inside(name: str, text: str) -> inside.InsideReport:
     return inside.look_inside(loaded, text, qa=qa_head, mlm=mlm)
 
 
+def _warm_tuned(name: str) -> None:
+    """Load the fine-tune adapters that answer the pair tasks on the page's default reading, so the first pair a
+    visitor classifies does not wait for one (a task without committed heads for `name` has none to load)."""
+    for task in (t.name for t in PAGE_TASKS.values() if t.pair):
+        try:
+            head = served_head(task, classifier(name, task).heads.get("mean"))
+        except task_heads.NoCommittedHeads:
+            continue
+        if head is not None and head.adapter:
+            tuned.load(head)
+
+
 def warm(name: str = models.DEFAULT) -> list[str]:
     """Load everything the page uses for `name` before the first request; what could not be loaded, in words."""
     problems = []
     for what, load in (("encoder", load_model), ("SST-2 heads", classifier), ("QA model", qa_model),
-                       ("NSP head", nsp_head)):
+                       ("NSP head", nsp_head), ("fine-tuned pair heads", _warm_tuned)):
         try:
             load(name)
         except BertevalError as exc:

@@ -65,10 +65,15 @@ def _load(folder: str):
     return pooled_adapter.load(Path(folder))
 
 
+def load(head: TaskHead):
+    """The adapter `head` names, loaded once per folder while the server runs (`pooled_adapter.PooledAdapter`)."""
+    return _load(head.adapter)
+
+
 def output(head: TaskHead, text, dtype: str = "fp32") -> float:
     """P(class 1), or the score of a regression, of the adapter `head` names for one sentence or (A, B) pair."""
     from ..heads.classifier import predict
 
-    loaded = _load(head.adapter)
+    loaded = load(head)
     out = predict(loaded.model, loaded.loaded, [text], head.max_length, dtype)  # (1, labels) or (1, 1)
     return float(out[0, 0]) if out.shape[1] == 1 else float(out[0, 1])

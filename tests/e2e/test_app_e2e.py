@@ -359,7 +359,8 @@ def _classify_pair_example(pg, prefix: str, task: str, b_prefix: str) -> None:
 
 
 def _committed_record(task: str, about: str):
-    """The committed probe record the page names in its About text (the head that answered), read from the records."""
+    """The committed record the page names in its About text (the head that answered), read from the records: a
+    probe of the chosen encoder (`default`), or a fine-tune whose LoRA adapter is committed beside it."""
     from berteval.records import read_records
 
     run_ids = re.findall(r"record (\w{16})", about)
@@ -367,8 +368,37 @@ def _committed_record(task: str, about: str):
     recs, _ = read_records([REPO / "leaderboard" / "results" / f"{task}.jsonl"])
     rec = next((r for r in recs if r.run_id == run_ids[0]), None)
     assert rec is not None, f"the page names {run_ids[0]}, which is no committed {task} record"
-    assert (rec.regime, rec.layer, rec.model) == ("probe", -1, "sentence-transformers/all-MiniLM-L6-v2")
+    assert rec.layer == -1
+    if rec.regime == "finetune-lora":
+        assert (REPO / "leaderboard" / "results" / rec.config["adapter_dir"] / "adapter_model.safetensors").is_file()
+    else:
+        assert (rec.regime, rec.model) == ("probe", "sentence-transformers/all-MiniLM-L6-v2")
     return rec
+
+
+def _adapter_encoder(rec) -> str:
+    """The encoder a committed adapter was trained on, as the Encoder box names it (its info file says)."""
+    from berteval.heads import pooled_adapter
+
+    return pooled_adapter.read_info(REPO / "leaderboard" / "results" / rec.config["adapter_dir"])["base_model_arg"]
+
+
+def _served_record(task: str, pooling: str = "mean"):
+    """The record whose head should answer `task` on `default` reading `pooling`, by the rule the page states: the
+    committed fine-tune adapter reading it (any offline encoder) where its dev figure is above default's served
+    probe, else that probe. Read here from the records and the files beside them."""
+    from berteval.records import read_records
+    from berteval.store import Store
+
+    recs, _ = read_records([REPO / "leaderboard" / "results" / f"{task}.jsonl"])
+    store = Store(REPO / "leaderboard" / "results")
+    probe = store.best(task, model_id="sentence-transformers/all-MiniLM-L6-v2", revision=next(
+        r.model_revision for r in recs if r.model == "sentence-transformers/all-MiniLM-L6-v2"), version="1",
+        regime="probe", artifact="head_file", pooling=pooling, layer=-1).record
+    tuned = [r for r in recs if r.regime == "finetune-lora" and r.pooling == pooling and r.layer == -1
+             and (REPO / "leaderboard" / "results" / r.config.get("adapter_dir", "-")).is_dir()]
+    best = max(tuned, key=lambda r: r.main_value, default=None)
+    return best if best is not None and best.main_value > probe.main_value else probe
 
 
 def test_classify_answers_an_mrpc_pair_with_the_committed_head_and_its_dev_figures(page):
@@ -377,11 +407,13 @@ def test_classify_answers_an_mrpc_pair_with_the_committed_head_and_its_dev_figur
     expect(label).to_contain_text("paraphrase")
     expect(label).to_contain_text(re.compile(r"\d+%"))
     about = page.locator("#classify-about")
-    expect(about).to_contain_text("logistic-regression probe on mean")
+    served = _served_record("mrpc")
+    expect(about).to_contain_text("logistic-regression probe on mean" if served.regime == "probe" else
+                                  f"a fine-tune of {_adapter_encoder(served)} reading mean")
     expect(about).to_contain_text(re.compile(r"MRPC pairs; dev accuracy 0\.\d{4}, paraphrase F1 0\.\d{4}"))
     expect(page.locator("#classify-status")).to_be_hidden()
     rec = _committed_record("mrpc", about.inner_text())
-    assert rec.pooling == "mean"
+    assert rec.pooling == "mean" and rec.run_id == served.run_id
     figures = f"accuracy {rec.metrics['accuracy']:.4f}, paraphrase F1 {rec.metrics['binary_f1']:.4f}"
     expect(about).to_contain_text(figures)
     compare = page.locator("#classify-compare")
@@ -395,11 +427,13 @@ def test_classify_scores_an_stsb_pair_from_0_to_5_with_the_committed_head(page):
     _classify_pair_example(page, "A man is playing a guitar.", "stsb", "A man plays the guitar")
     expect(page.locator("#classify-label")).to_contain_text(re.compile(r"similarity \d\.\d\d of 5"))
     about = page.locator("#classify-about")
-    expect(about).to_contain_text("ridge regression on mean")
+    served = _served_record("stsb")
+    expect(about).to_contain_text("ridge regression on mean" if served.regime == "probe" else
+                                  f"a fine-tune of {_adapter_encoder(served)} reading mean")
     expect(about).to_contain_text(re.compile(r"STS-B pairs; dev Pearson x100 \d+\.\d, Spearman x100 \d+\.\d"))
     expect(page.locator("#classify-status")).to_be_hidden()
     rec = _committed_record("stsb", about.inner_text())
-    assert rec.pooling == "mean" and rec.task == "stsb"
+    assert rec.pooling == "mean" and rec.task == "stsb" and rec.run_id == served.run_id
     figures = f"Pearson x100 {rec.metrics['pearson']:.1f}, Spearman x100 {rec.metrics['spearman']:.1f}"
     expect(about).to_contain_text(figures)
     expect(page.locator("#classify-compare")).to_contain_text("score (0-5)")
@@ -412,9 +446,11 @@ def test_classify_scores_an_stsb_pair_from_0_to_5_with_the_committed_head(page):
     ("stsb", "A man is playing a guitar.", "A man plays the guitar"),
 ])
 def test_a_pair_answer_says_whether_its_head_beats_the_majority_class_or_chance(page, task, prefix, b_prefix):
-    """Issue 42: the answer line (the first thing under the label) names what the served head is worth against
-    always answering the dev set's majority class (or chance, for STS-B), judged here again from the head's own
-    committed dev predictions; a head that does not beat it says so in the answer and in the label."""
+    """Issue 42: the answer names the served head (on `mean`, the best committed head that can be served: a
+    fine-tune's LoRA adapter where its dev figure is above the probe's) with its record's dev figure, and the answer
+    line (the first thing under the label) says what it is worth against always answering the dev set's majority
+    class (or chance, for STS-B), judged here again from the head's own committed dev predictions; a head that does
+    not beat it says so in the answer and in the label."""
     import json
 
     from berteval.serve import task_heads
@@ -424,6 +460,9 @@ def test_a_pair_answer_says_whether_its_head_beats_the_majority_class_or_chance(
     expect(about).to_contain_text("Answer:")
     answer = about.locator("p").first.inner_text()
     rec = _committed_record(task, about.inner_text())
+    assert rec.run_id == _served_record(task).run_id
+    figure = f"{rec.main_value:.1f}" if task == "stsb" else f"{rec.main_value:.4f}"
+    assert f"dev {task_heads.METRICS[rec.main_metric].label} {figure}" in about.inner_text()
     predictions = json.loads((REPO / "leaderboard" / "results" / rec.predictions_file).read_text())
     base = task_heads.baseline(task, predictions)
     label = page.locator("#classify-label").inner_text()
