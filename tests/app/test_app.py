@@ -107,6 +107,8 @@ def test_answer_without_a_qa_head_says_so(monkeypatch):
     assert list(out[1].columns) == app.NBEST_COLUMNS and out[1].empty  # the n-best table keeps its headers
 
 
+# slow: loads every offline encoder with its NSP heads (about 15-25 CPU s here)
+@pytest.mark.slow
 def test_next_sentence_names_the_head_that_answers():
     label, about, table, box = app.next_sentence("default", "The Normans gave their name to Normandy.",
                                                  "They were descended from Norse raiders.")
@@ -115,6 +117,8 @@ def test_next_sentence_names_the_head_that_answers():
     assert "`mean` (last layer), through a logistic-regression probe" in about and "dev accuracy 0.668" in about
 
 
+# slow: every offline encoder side by side (about 13 CPU s here)
+@pytest.mark.slow
 def test_next_sentence_shows_every_offline_encoder_side_by_side():
     a, b = app.EXAMPLES["nsp"][1]
     label, about, table, box = app.next_sentence("default+mlm-nsp", a, b)
