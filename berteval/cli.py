@@ -141,7 +141,8 @@ def _parser() -> argparse.ArgumentParser:
     from .derive import add_arguments as derive_arguments  # light too: a recipe imports torch when it runs
 
     derive_arguments(sub.add_parser("derive", help="make a derived encoder (default+nsp-pooler, default+mlm-nsp, "
-                                                   "default+random): seeded, resumable, with a provenance record"))
+                                                   "default+mlm-nsp-wiki, default+mlm-wiki, default+random): seeded, "
+                                                   "resumable, with a provenance record"))
 
     from .derive.pretrain_command import add_arguments as pretrain_arguments  # light: torch loads when it runs
 

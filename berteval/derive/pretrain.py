@@ -145,9 +145,12 @@ def _autocast(device, dtype: str):
 
 def _optimiser(model: torch.nn.Module, hyper: dict, total: int, nsp: bool):
     frozen = () if nsp else ("bert.pooler.", "cls.seq_relationship.")
-    named = [(n, p) for n, p in model.named_parameters() if not n.startswith(frozen)]
+    # A parameter already frozen by the caller stays frozen (a continued run from a base model freezes its
+    # embeddings or trains LoRA only: berteval.derive.continued); a model built here has every one trainable.
+    named = [(n, p) for n, p in model.named_parameters() if p.requires_grad and not n.startswith(frozen)]
     for n, p in model.named_parameters():
-        p.requires_grad_(not n.startswith(frozen))
+        if n.startswith(frozen):
+            p.requires_grad_(False)
     decay = [p for n, p in named if p.ndim >= 2]
     no_decay = [p for n, p in named if p.ndim < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": hyper["weight_decay"]},
@@ -390,14 +393,17 @@ def _start_state(prepared, model, opt, sched, seed: int, dtype: str, checkpoint:
 
 def train(prepared, nsp: bool, hyper: dict, seed: int, device, dtype: str, checkpoint: Path,
           dev_pairs: list, stop_after_steps: int | None = None, log=print, progress_file: Path | None = None,
-          stop_at_step: int | None = None, resume_weights: Path | None = None, describe: str = ""):
+          stop_at_step: int | None = None, resume_weights: Path | None = None, describe: str = "", model=None):
     """Run (or resume) the pre-training; returns (model, RunState, complete). `stop_at_step` ends the run at that
     step of its schedule (saved there, the schedule unchanged, so it can still be resumed to the end). Without a
     checkpoint file, `resume_weights` (a folder `save_weights` wrote, e.g. committed by an earlier session on a
-    machine since lost) resumes from its weights and step."""
+    machine since lost) resumes from its weights and step. `model`: a BertForPreTraining to continue (its
+    frozen parameters stay frozen) instead of a new one built from `hyper`."""
     plan = schedule_plan(hyper)
     vocab = len(prepared.tokenizer)
-    model = build_model(hyper, vocab, seed, target_counts(prepared.train, vocab)).to(device)
+    if model is None:
+        model = build_model(hyper, vocab, seed, target_counts(prepared.train, vocab))
+    model = model.to(device)
     if hyper.get("pretrain_dropout") is not None:
         # Dropout off (or changed) for pre-training only: one pass over the text leaves nothing to overfit
         # (Cramming, 2022); the config keeps BERT's 0.1, so a fine-tune of the saved model uses dropout as usual.

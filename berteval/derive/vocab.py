@@ -77,9 +77,14 @@ def reuse(folder) -> tuple[object, dict]:
                             f"published twin's folder)")
     tokenizer = BertTokenizerFast.from_pretrained(str(path), local_files_only=True)
     ordered = _ordered(tokenizer.get_vocab())
-    if ordered[: len(SPECIAL)] != list(SPECIAL):
-        raise BertevalError(f"--vocab {folder}: its first ids are {ordered[:len(SPECIAL)]}, not BERT's special tokens "
-                            f"{list(SPECIAL)}")
+    # BERT's own files put [unused] pieces before [UNK] (all-MiniLM-L6-v2: [PAD] 0, [UNK] 100, [CLS] 101, ...):
+    # what the examples need is that every special token is there and [PAD] is 0 (the arrays pad with 0).
+    absent = [t for t in SPECIAL if t not in tokenizer.get_vocab()]
+    if absent or ordered[0] != "[PAD]":
+        raise BertevalError(f"--vocab {folder}: lacks BERT's special tokens {absent} or does not give [PAD] id 0 "
+                            f"(id 0 is {ordered[0]!r})")
+    if len(ordered) > 65_535:
+        raise BertevalError(f"--vocab {folder}: {len(ordered):,} pieces do not fit the examples' uint16 ids")
     return tokenizer, {"trainer": "reused", "source": path.name, "vocab_size": len(ordered), "train_s": 0.0,
                        "vocab_sha256": _sha256(ordered)}
 

@@ -46,6 +46,7 @@ MLM_KEYS = ("cls.predictions.transform.dense.weight", "cls.predictions.transform
             "cls.predictions.bias")
 HEADS_FILE = "heads.safetensors"
 ADAPTER_FILES = ("adapter_model.safetensors", "adapter_config.json")
+ENCODER_SHARD = "encoder-"  # a fully continued encoder's layers: encoder-000.safetensors, ...
 
 
 def _apply_heads(model, folder: Path) -> None:
@@ -80,6 +81,26 @@ def _apply_lora_and_heads(model, folder: Path):
     return merged
 
 
+def _apply_continued(model, folder: Path):
+    """A base continued on Wikipedia (`berteval.derive.continued`): its LoRA adapter merged, or its fully
+    trained layers (encoder-*.safetensors) loaded; then the pooler and NSP head (as initialised, for the
+    masked-LM-only twin: what a reader of its pooler must see)."""
+    import torch
+    from safetensors.torch import load_file
+
+    if (folder / ADAPTER_FILES[1]).is_file():
+        return _apply_lora_and_heads(model, folder)
+    own = model.state_dict()
+    with torch.no_grad():
+        for shard in sorted(folder.glob(ENCODER_SHARD + "*.safetensors")):
+            for key, tensor in load_file(str(shard)).items():
+                if key not in own or own[key].shape != tensor.shape:
+                    raise BertevalError(f"{shard}: {key} does not fit the base model: derived from another base?")
+                own[key].copy_(tensor)
+    _apply_heads(model, folder)
+    return model
+
+
 @dataclass(frozen=True)
 class Variant:
     suffix: str
@@ -99,6 +120,18 @@ VARIANTS: dict[str, Variant] = {
         "continued pre-training with BERT's objective (masked LM + NSP): LoRA on every encoder linear layer, "
         "pooler, NSP head and MLM head trained",
         True, (*ADAPTER_FILES, HEADS_FILE), _apply_lora_and_heads),
+    # Issue 43's pair: the same start, examples, order and steps on the twins' Wikipedia text (the base's own
+    # vocabulary); the first trains the pooler and NSP head with masked LM, the second masked LM alone.
+    "mlm-nsp-wiki": Variant(
+        "mlm-nsp-wiki",
+        "continued pre-training on Wikipedia (the twins' text, cue-free NSP pairs) with BERT's objective (masked "
+        "LM + NSP): pooler, NSP head and MLM head trained",
+        True, (HEADS_FILE,), _apply_continued),
+    "mlm-wiki": Variant(
+        "mlm-wiki",
+        "continued pre-training on Wikipedia (the twins' text) with masked LM alone, from the same start, "
+        "examples and steps as +mlm-nsp-wiki: pooler and NSP head left as initialised",
+        False, (HEADS_FILE,), _apply_continued),
     "random": Variant(
         "random",
         "the base's architecture and tokenizer with seeded random weights (transformers' init): the floor",
@@ -267,9 +300,13 @@ def pooler_note(spec: DerivedName, record_path: str, record: dict) -> str:
     """The pooler's provenance in words, for `HeadReport.pooler_provenance`."""
     training = record.get("training", {})
     pairs = record.get("pairs", {})
+    if not spec.variant.trains_nsp and spec.variant.suffix.endswith("-wiki"):
+        return _wiki_pooler_note(spec, record_path, record)
     if not spec.variant.trains_nsp:
         return (f"random: this is the seeded random control (transformers' initialisation, seed {record.get('seed')}; "
                 f"record {record_path}); no weight of it was trained, the pooler included")
+    if spec.variant.suffix.endswith("-wiki"):
+        return _wiki_pooler_note(spec, record_path, record)
     how = ("the encoder frozen, the pooler (dense + tanh) and an NSP head trained"
            if spec.variant.suffix == "nsp-pooler"
            else "trained with the NSP head and masked LM (BERT's objective; LoRA on the encoder)")
@@ -277,3 +314,14 @@ def pooler_note(spec: DerivedName, record_path: str, record: dict) -> str:
     return (f"NSP-trained by berteval derive (record {record_path}): {how} by next-sentence prediction on "
             f"{pairs.get('instances', '?')} BERT-style segment pairs from {articles} "
             f"Wikipedia articles (SQuAD train subset), {training.get('steps', '?')} steps")
+
+
+def _wiki_pooler_note(spec: DerivedName, record_path: str, record: dict) -> str:
+    """The pooler of a base continued on Wikipedia: NSP-trained, or the base's own pooler left as it was."""
+    training = record.get("training", {})
+    done = (f"{training.get('steps', '?')} steps, {training.get('tokens_seen', '?')} tokens of Wikipedia "
+            f"({training.get('tuning', '?')}; record {record_path})")
+    if spec.variant.trains_nsp:
+        return f"NSP-trained by berteval derive with masked LM (BERT's objective), cue-free pairs: {done}"
+    return (f"the base's pooler, untouched: masked LM alone continued the encoder under it ({done}); no objective "
+            f"trained this pooler")

@@ -104,7 +104,7 @@ def results_env(derivations, monkeypatch):
 # --- registry ------------------------------------------------------------------------------
 
 def test_every_variant_has_a_recipe_and_a_loader():
-    assert list(RECIPES) == list(derived.VARIANTS) == ["nsp-pooler", "mlm-nsp", "random"]
+    assert list(RECIPES) == list(derived.VARIANTS) == ["nsp-pooler", "mlm-nsp", "mlm-nsp-wiki", "mlm-wiki", "random"]
 
 
 def test_names_parse_into_base_and_variant(tmp_path):
