@@ -137,6 +137,18 @@ class Objective(torch.nn.Module):
                 "nsp_correct": (nsp_logits.argmax(-1) == nsp_labels).sum().detach()}
 
 
+def train_step(objective, batch: dict, params, opt, sched, device, dtype: str, max_grad_norm: float) -> dict:
+    """One optimiser step of the pre-training loss on `batch` (clipped, scheduled): the objective's outputs."""
+    with _autocast(device, dtype):
+        out = objective(**batch)
+    out["loss"].backward()
+    torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
+    opt.step()
+    sched.step()
+    opt.zero_grad(set_to_none=True)
+    return out
+
+
 def _autocast(device, dtype: str):
     if dtype == "bf16":
         return torch.autocast(device.type, dtype=torch.bfloat16)
@@ -427,13 +439,7 @@ def train(prepared, nsp: bool, hyper: dict, seed: int, device, dtype: str, check
             return model, state, False
         seqs, index = _batch_rows(prepared, plan, orders, state.step)
         batch = batch_tensors(seqs, index, device)
-        with _autocast(device, dtype):
-            out = objective(**batch)
-        out["loss"].backward()
-        torch.nn.utils.clip_grad_norm_(params, hyper["max_grad_norm"])
-        opt.step()
-        sched.step()
-        opt.zero_grad(set_to_none=True)
+        out = train_step(objective, batch, params, opt, sched, device, dtype, hyper["max_grad_norm"])
         state.step += 1
         state.tokens += int(batch["attention_mask"].sum())
         state.sequences += len(index)

@@ -57,13 +57,7 @@ def run_mode(prepared, base_path: str, tuning: str, lr: float, args, hyper: dict
         t0 = time.process_time()
         batch = pretrain.batch_tensors(prepared.train, orders["short"][step * mode["batch_size"]:
                                                                         (step + 1) * mode["batch_size"]], device)
-        with pretrain._autocast(device, args.dtype):
-            out = objective(**batch)
-        out["loss"].backward()
-        torch.nn.utils.clip_grad_norm_(params, mode["max_grad_norm"])
-        opt.step()
-        sched.step()
-        opt.zero_grad(set_to_none=True)
+        pretrain.train_step(objective, batch, params, opt, sched, device, args.dtype, mode["max_grad_norm"])
         step, tokens = step + 1, tokens + int(batch["attention_mask"].sum())
         spent += time.process_time() - t0
     curve.append({"cpu_s": round(spent, 1), "step": step, "tokens": tokens,
