@@ -144,7 +144,7 @@ def _parser() -> argparse.ArgumentParser:
                                                    "default+mlm-nsp-wiki, default+mlm-wiki, default+random): seeded, "
                                                    "resumable, with a provenance record"))
 
-    from .derive.pretrain_command import add_arguments as pretrain_arguments  # light: torch loads when it runs
+    from .pretrain.command import add_arguments as pretrain_arguments  # light: torch loads when it runs
 
     pretrain_arguments(sub.add_parser("pretrain", help="pre-train a BERT twin from scratch on Wikipedia "
                                                        "(wiki-bert-mini: MLM + NSP; wiki-bert-mini-nonsp: MLM only)"))
@@ -327,7 +327,7 @@ def _cmd_derive(args) -> int:
 
 
 def _cmd_pretrain(args) -> int:
-    from .derive.pretrain_command import command
+    from .pretrain.command import command
 
     return command(args)
 

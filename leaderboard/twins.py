@@ -1,7 +1,7 @@
 """What NSP pre-training changes: the two pre-trained twins side by side, written from the records.
 
 `wiki-bert-mini` (masked LM + next-sentence prediction) and `wiki-bert-mini-nonsp` (masked LM only) saw the
-same examples in the same order from the same initialisation (berteval.derive.pretrain), so any difference
+same examples in the same order from the same initialisation (berteval.pretrain.loop), so any difference
 between their records of one cell (task x regime x pooling, last layer, main setup) is NSP's doing, up to
 seed noise. For each cell both twins hold: each twin's mean and sample std over seeds, and the difference
 NSP - no NSP paired by seed (the same seed: the same held-out slice, training order and initialisation of the

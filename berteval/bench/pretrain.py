@@ -3,7 +3,7 @@
 Both train the same BERT (the twins' shape by default: 4 layers, hidden 256, vocabulary 8,192) on the same
 batches: sequences of 128 tokens masked by transformers' `DataCollatorForLanguageModeling` (15%, 80/10/10),
 with an NSP label each. The standard step is `BertForPreTraining(**batch, labels=..., next_sentence_label=...)`:
-the vocabulary projection over every token. berteval's step (`berteval.derive.pretrain.Objective`) reads the
+the vocabulary projection over every token. berteval's step (`berteval.pretrain.loop.Objective`) reads the
 collator's labels and projects only the masked positions. Both run under bf16 autocast (fp32 master weights),
 with AdamW and gradient clipping, interleaved round by round (the machine's load drifts); the median round is
 reported. Model FLOPs utilisation = each step's own executed FLOPs (forward x 3: the backward pass costs twice
@@ -73,7 +73,7 @@ def measure(threads: int | None = None, batch: int = 32, length: int = 128, roun
             log=print, shape: dict | None = None, vocab: int = VOCAB, big_batch: int = 128) -> dict:
     """berteval's step (the first twins': batch `batch`, dropout 0.1), transformers' standard step on the same
     batches, and the gen2 recipe's step (batch `big_batch`, no dropout), interleaved round by round."""
-    from ..derive import pretrain
+    from ..pretrain import loop
     from .encoders import machine, matmul_peak
 
     if threads:
@@ -86,8 +86,8 @@ def measure(threads: int | None = None, batch: int = 32, length: int = 128, roun
     log(f"pretrain bench: bf16 matmul peak {peak:.0f} GFLOP/s; {torch.get_num_threads()} threads")
 
     def make(dropout: bool):
-        model = pretrain.build_model(hyper, vocab, 0)
-        if not dropout:  # the gen2 recipe's pre-training: no dropout (berteval.derive.pretrain.train)
+        model = loop.build_model(hyper, vocab, 0)
+        if not dropout:  # the gen2 recipe's pre-training: no dropout (berteval.pretrain.loop.train)
             for module in model.modules():
                 if isinstance(module, torch.nn.Dropout):
                     module.p = 0.0
@@ -98,7 +98,7 @@ def measure(threads: int | None = None, batch: int = 32, length: int = 128, roun
     for name in ("berteval", "transformers", "berteval gen2"):
         model, params, opt = make(dropout=name != "berteval gen2")
         model.train()
-        objective = pretrain.Objective(model, True)
+        objective = loop.Objective(model, True)
 
         def step(b, model=model, params=params, opt=opt, objective=objective, name=name):
             with torch.autocast("cpu", dtype=torch.bfloat16):

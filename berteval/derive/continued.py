@@ -79,16 +79,16 @@ def _with_lora(model, hyper: dict):
 def examples(ctx: Context, base_path: str, log):
     """The prepared examples (cached and verified), with the base's own vocabulary."""
     from .. import config
-    from . import pretrain_data
+    from ..pretrain import examples as pretrain_examples
 
     hyper = {**ctx.hyper, "vocab": base_path}
-    return pretrain_data.prepare(Path(ctx.data_dir), config.cache_dir(), ctx.seed, hyper, log=log)
+    return pretrain_examples.prepare(Path(ctx.data_dir), config.cache_dir(), ctx.seed, hyper, log=log)
 
 
 def run(ctx: Context, stage: Path, nsp: bool) -> Outcome:
     """Train (or resume) one twin; on completion write its artifacts into `stage`."""
     from .. import devices
-    from . import pretrain
+    from ..pretrain import loop
 
     base = models.identify(ctx.spec.base)
     log = print if ctx.progress else (lambda *a, **k: None)
@@ -97,14 +97,14 @@ def run(ctx: Context, stage: Path, nsp: bool) -> Outcome:
     model = base_model(base.path, ctx.seed, ctx.hyper)
     ckpt_dir = ctx.checkpoint_dir(base.revision, prepared.folder.name)
     ckpt_dir.mkdir(parents=True, exist_ok=True)
-    dev_pairs = pretrain.nsp_dev_pairs(Path(ctx.data_dir))
-    model, state, complete = pretrain.train(prepared, nsp, ctx.hyper, ctx.seed, device, ctx.dtype,
+    dev_pairs = loop.nsp_dev_pairs(Path(ctx.data_dir))
+    model, state, complete = loop.train(prepared, nsp, ctx.hyper, ctx.seed, device, ctx.dtype,
                                             ckpt_dir / "run.pt", dev_pairs, stop_after_steps=ctx.stop_after_steps,
                                             log=log, describe=devices.describe(device), model=model)
     total = int(ctx.hyper["steps"])
     if not complete:
         return Outcome(False, state.step, total, checkpoint=ckpt_dir)
-    final = pretrain.evaluation_row(model, prepared, dev_pairs, device, ctx.dtype, state, None)
+    final = loop.evaluation_row(model, prepared, dev_pairs, device, ctx.dtype, state, None)
     tensors = save(model, stage, base.model_id, ctx.hyper["tuning"])
     record = {"examples": {"prepared": prepared.folder.name, **prepared.record},
               "cue_audit": cue_audits(prepared.record), "training": training_record(state, model, ctx.hyper),
@@ -124,7 +124,7 @@ def cue_audits(record: dict) -> dict:
 
 def training_record(state, model, hyper: dict) -> dict:
     """Tokens seen, per-step curves and what trained: the part of derivation.json that says how it went."""
-    from .pretrain_command import _curve
+    from ..pretrain.command import _curve
 
     losses = state.losses
     return {"steps": state.step, "tokens_seen": state.tokens, "sequences_seen": state.sequences,

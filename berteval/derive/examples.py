@@ -14,7 +14,8 @@ import numpy as np
 
 from ..errors import BertevalError
 from ..seeds import numpy_rng
-from . import masking, segments, text
+from . import text
+from ..pretrain import masking, segments
 from .base import Context
 
 

@@ -41,7 +41,7 @@ from ..models import derived
 from ..models.base import save_peft
 from .base import Context, Outcome
 from .examples import masked_sequences, segment_pairs
-from .masking import IGNORE, MaskingRule
+from ..pretrain.masking import IGNORE, MaskingRule
 from .steplog import StepLog
 
 # Linear layers of the encoder stack only (not the pooler, not the heads: those train in full).

@@ -57,7 +57,7 @@ def cls_states(encoder, instances, tokenizer, batch_size: int = 64, progress: bo
     """(N, H) last-layer [CLS] state of each pair's [CLS] A [SEP] B [SEP], in instance order."""
     from tqdm.auto import tqdm
 
-    from .segments import encode
+    from ..pretrain.segments import encode
 
     encoded = [encode(x, tokenizer.cls_token_id, tokenizer.sep_token_id) for x in instances]
     order = np.argsort([-len(ids) for ids, _ in encoded], kind="stable")

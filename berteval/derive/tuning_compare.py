@@ -28,22 +28,23 @@ FLAT = 10**9  # steps of the schedule's decay: far beyond any short run, so the 
 
 def prepared_examples(base_path: str, data_dir: Path, seed: int, hyper: dict):
     from .. import config
-    from . import pretrain_data
+    from ..pretrain import examples
 
-    return pretrain_data.prepare(data_dir, config.cache_dir(), seed, {**hyper, "vocab": base_path})
+    return examples.prepare(data_dir, config.cache_dir(), seed, {**hyper, "vocab": base_path})
 
 
 def run_mode(prepared, base_path: str, tuning: str, lr: float, args, hyper: dict) -> dict:
     """One mode for `args.cpu_seconds` of this process's CPU time; its held-out curve."""
-    from . import continued, pretrain
+    from ..pretrain import loop
+    from . import continued
 
     mode = {**hyper, "tuning": tuning, "lr": lr, "steps": FLAT, "long_share": 0.0}
     model = continued.base_model(base_path, args.seed, mode)
-    params, opt, sched = pretrain._optimiser(model, mode, FLAT, nsp=False)
-    plan = pretrain.schedule_plan(mode)
+    params, opt, sched = loop._optimiser(model, mode, FLAT, nsp=False)
+    plan = loop.schedule_plan(mode)
     plan["short_steps"] = args.max_steps  # only the order's length: the run stops on CPU time first
-    orders = pretrain._orders(prepared, plan, args.seed)
-    objective = pretrain.Objective(model, nsp=False)
+    orders = loop._orders(prepared, plan, args.seed)
+    objective = loop.Objective(model, nsp=False)
     device = torch.device("cpu")
     heldout = prepared.heldout.take(np.arange(min(args.eval_sequences, len(prepared.heldout))))
     torch.manual_seed(args.seed)
@@ -52,16 +53,16 @@ def run_mode(prepared, base_path: str, tuning: str, lr: float, args, hyper: dict
     while spent < args.cpu_seconds and step < args.max_steps:
         if spent >= next_eval:
             curve.append({"cpu_s": round(spent, 1), "step": step, "tokens": tokens,
-                          **pretrain.evaluate_sequences(model, heldout, device, args.dtype)})
+                          **loop.evaluate_sequences(model, heldout, device, args.dtype)})
             next_eval += args.eval_cpu_seconds
         t0 = time.process_time()
-        batch = pretrain.batch_tensors(prepared.train, orders["short"][step * mode["batch_size"]:
+        batch = loop.batch_tensors(prepared.train, orders["short"][step * mode["batch_size"]:
                                                                         (step + 1) * mode["batch_size"]], device)
-        pretrain.train_step(objective, batch, params, opt, sched, device, args.dtype, mode["max_grad_norm"])
+        loop.train_step(objective, batch, params, opt, sched, device, args.dtype, mode["max_grad_norm"])
         step, tokens = step + 1, tokens + int(batch["attention_mask"].sum())
         spent += time.process_time() - t0
     curve.append({"cpu_s": round(spent, 1), "step": step, "tokens": tokens,
-                  **pretrain.evaluate_sequences(model, heldout, device, args.dtype)})
+                  **loop.evaluate_sequences(model, heldout, device, args.dtype)})
     trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
     return {"tuning": tuning, "lr": lr, "trainable_parameters": trainable, "curve": curve,
             "tokens_per_cpu_s": round(tokens / max(1e-9, spent), 1)}

@@ -24,7 +24,7 @@ class Pretrained:
     name: str
     nsp: bool  # trained with the next-sentence loss (its pooler and NSP head are trained)
     summary: str
-    recipe: str = "gen1"  # the pre-training recipe (berteval.derive.pretrain_command.RECIPES)
+    recipe: str = "gen1"  # the pre-training recipe (berteval.pretrain.command.RECIPES)
     seed: int = 0  # the pre-training seed: initialisation, examples and batch order
     twin: str = ""  # the other twin (same recipe, seed, examples and order; the other objective)
 

@@ -86,7 +86,7 @@ def markdown(result: dict) -> str:
 def main(argv=None) -> int:
     from transformers import AutoModelForPreTraining, AutoTokenizer
 
-    from ..derive import pretrain
+    from . import loop
 
     parser = argparse.ArgumentParser(prog="python -m berteval.pretrain.edits", description=__doc__.split("\n\n")[0])
     parser.add_argument("model", help="a checkpoint folder with an NSP head (a twin's published folder)")
@@ -98,7 +98,7 @@ def main(argv=None) -> int:
     tok = AutoTokenizer.from_pretrained(args.model, local_files_only=True)
     from pathlib import Path
 
-    result = deletion_test(model, tok, pretrain.nsp_dev_pairs(Path(args.data_dir)), args.limit)
+    result = deletion_test(model, tok, loop.nsp_dev_pairs(Path(args.data_dir)), args.limit)
     print(json.dumps(result, indent=1) if args.json else markdown(result))
     return 0
 

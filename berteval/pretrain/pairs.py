@@ -7,7 +7,7 @@ other document (NotNext); the pair fills a target length (BERT's `max_length - 3
 probability 0.1 a shorter one) and a pair too long loses tokens from its longer segment,
 front or back at random.
 
-Why a new builder (the first generation's is `berteval.derive.segments`): there a NotNext B
+Why a new builder (the first generation's is `berteval.pretrain.segments`): there a NotNext B
 was cut at an exact token count to match the continuation's length, so it almost always
 ended mid-sentence while an IsNext B ended a sentence, and the NSP head learned "B ends with
 a full stop" (docs/findings/pretraining.md). Here both labels are built by ONE rule, so no

@@ -19,7 +19,8 @@ import torch
 from conftest import WORDS, save_tiny
 
 from berteval import models
-from berteval.derive import RECIPES, masking, segments, text
+from berteval.derive import RECIPES, text
+from berteval.pretrain import masking, segments
 from berteval.derive import cli as command
 from berteval.errors import BertevalError
 from berteval.models import derived

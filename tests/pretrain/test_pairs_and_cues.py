@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from berteval.derive import segments
+from berteval.pretrain import segments
 from berteval.pretrain import cues, edits, pairs
 from berteval.seeds import numpy_rng
 

@@ -13,7 +13,7 @@ What it measures, on the device it is given (`--device`, default cuda) against t
    against the CPU, fp32: the largest absolute difference and the lowest cosine;
 2. throughput: sentences per second of berteval's encoder path against transformers'
    `pipeline("feature-extraction", device=0)` on the same sentences, fp32 and bf16, one run;
-3. pre-training: the twins' step (`berteval.derive.pretrain`) on the carried sequences for `--pretrain-steps`,
+3. pre-training: the twins' step (`berteval.pretrain.loop`) on the carried sequences for `--pretrain-steps`,
    tokens per second and the loss curve; with `--twin-seconds S`, both twins trained S seconds each on the
    carried sequences (cycled: 120,000 sequences = 15 M tokens fit the 64 MiB), saved under --out as
    standard checkpoint folders (tokenizer included) to bring back.
@@ -42,7 +42,7 @@ def prepare(folder: Path, sequences: int, with_model: bool = True) -> None:
     import torch
 
     from berteval import models
-    from berteval.derive import pretrain_data
+    from berteval.pretrain import examples
 
     folder.mkdir(parents=True, exist_ok=True)
     loaded = models.load("default")
@@ -57,9 +57,9 @@ def prepare(folder: Path, sequences: int, with_model: bool = True) -> None:
     caches = sorted((config.cache_dir() / "pretrain").glob("*/manifest.json"))
     if caches:
         src = caches[-1].parent
-        seqs = pretrain_data._load(src, "train128").take(np.arange(sequences))
+        seqs = examples._load(src, "train128").take(np.arange(sequences))
         with open(folder / "pretrain128.npz", "wb") as fh:
-            np.savez(fh, **{k: getattr(seqs, k) for k in pretrain_data.ARRAYS})
+            np.savez(fh, **{k: getattr(seqs, k) for k in examples.ARRAYS})
         import shutil
 
         shutil.copytree(src / "tokenizer", folder / "tokenizer", dirs_exist_ok=True)
@@ -139,26 +139,26 @@ def _twins(path: Path, tokenizer_dir: Path, device, seconds: float, out: Path, l
     import torch
 
     from berteval import devices
-    from berteval.derive import pretrain, pretrain_data
+    from berteval.pretrain import examples, loop
 
     devices.use(str(device))
     with np.load(path) as z:
-        seqs = pretrain_data.Sequences(*(z[k] for k in pretrain_data.ARRAYS))
+        seqs = examples.Sequences(*(z[k] for k in examples.ARRAYS))
     hyper = {"hidden_size": 256, "layers": 4, "heads": 4, "intermediate_size": 1024, "lr": 1e-3, "warmup_steps": 500,
              "beta1": 0.9, "beta2": 0.98, "weight_decay": 0.01, "max_grad_norm": 1.0}
     batch, res = 256, {}
     for name, nsp in (("wiki-bert-mini", True), ("wiki-bert-mini-nonsp", False)):
-        model = pretrain.build_model(hyper, 8192, 0).to(device)
+        model = loop.build_model(hyper, 8192, 0).to(device)
         total = 100_000  # the schedule's length; the run stops at `seconds`
-        params, opt, sched = pretrain._optimiser(model, hyper, total, nsp)
-        obj = pretrain.Objective(model, nsp)
+        params, opt, sched = loop._optimiser(model, hyper, total, nsp)
+        obj = loop.Objective(model, nsp)
         torch.manual_seed(0)
         order = np.random.default_rng(0).permutation(len(seqs))
         curve, tokens, step, t0 = [], 0, 0, time.perf_counter()
         while time.perf_counter() - t0 < seconds:
             idx = order[(np.arange(batch) + step * batch) % len(order)]
-            b = pretrain.batch_tensors(seqs, idx, device)
-            with pretrain._autocast(device, "bf16"):
+            b = loop.batch_tensors(seqs, idx, device)
+            with loop._autocast(device, "bf16"):
                 o = obj(**b)
             o["loss"].backward()
             torch.nn.utils.clip_grad_norm_(params, 1.0)
@@ -186,22 +186,22 @@ def _pretrain(path: Path, device, steps: int, log) -> dict:
     import torch
 
     from berteval import devices
-    from berteval.derive import pretrain, pretrain_data
+    from berteval.pretrain import examples, loop
 
     devices.use(str(device))
     with np.load(path) as z:
-        seqs = pretrain_data.Sequences(*(z[k] for k in pretrain_data.ARRAYS))
+        seqs = examples.Sequences(*(z[k] for k in examples.ARRAYS))
     hyper = {"hidden_size": 256, "layers": 4, "heads": 4, "intermediate_size": 1024, "lr": 2e-3, "warmup_steps": 100,
              "beta1": 0.9, "beta2": 0.98, "weight_decay": 0.01, "max_grad_norm": 1.0}
-    model = pretrain.build_model(hyper, 8192, 0).to(device)
-    params, opt, sched = pretrain._optimiser(model, hyper, steps, True)
-    obj = pretrain.Objective(model, True)
+    model = loop.build_model(hyper, 8192, 0).to(device)
+    params, opt, sched = loop._optimiser(model, hyper, steps, True)
+    obj = loop.Objective(model, True)
     batch, losses, tokens = 128, [], 0
     rng = np.random.default_rng(0)
     t0 = time.perf_counter()
     for s in range(steps):
-        b = pretrain.batch_tensors(seqs, rng.integers(0, len(seqs), batch), device)
-        with pretrain._autocast(device, "bf16"):
+        b = loop.batch_tensors(seqs, rng.integers(0, len(seqs), batch), device)
+        with loop._autocast(device, "bf16"):
             out = obj(**b)
         out["loss"].backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)

@@ -7,8 +7,8 @@ in a pickle outside the repository)."""
 import time, sys, numpy as np
 from pathlib import Path
 from transformers import AutoTokenizer
-from berteval.derive import wikipedia, sentences
-from berteval.derive.pretrain_data import tokenize_documents
+from berteval.pretrain import wikipedia, sentences
+from berteval.pretrain.examples import tokenize_documents
 from berteval.pretrain import pairs, cues
 from berteval.seeds import numpy_rng
 import pickle, os

@@ -4,12 +4,12 @@ frequencies). Reads the prepared cache the twins trained on."""
 import sys, torch, numpy as np, json
 sys.path.insert(0, "/work/main")
 torch.set_num_threads(1)
-from berteval.derive import pretrain, pretrain_data
+from berteval.pretrain import examples, loop
 from transformers import BertForPreTraining
 F = "/root/.cache/berteval/pretrain/498afd6de42565e5/"
 def load_seqs(name, n=None):
     with np.load(F + name + ".npz") as z:
-        return pretrain_data.Sequences(*(z[k][:n] if n else z[k] for k in pretrain_data.ARRAYS))
+        return examples.Sequences(*(z[k][:n] if n else z[k] for k in examples.ARRAYS))
 held = load_seqs("heldout128", 2048)
 mask_id = json.load(open(F + "tokenizer/tokenizer.json"))["model"]["vocab"]["[MASK]"]
 with np.load(F + "train128.npz") as z:
@@ -20,7 +20,7 @@ def score(model):
     model.eval(); tot = n = c = uni = cu = 0.0
     with torch.no_grad():
         for i in range(0, len(held), 64):
-            b = pretrain.batch_tensors(held, np.arange(i, min(len(held), i + 64)), torch.device("cpu"))
+            b = loop.batch_tensors(held, np.arange(i, min(len(held), i + 64)), torch.device("cpu"))
             out = model.bert(input_ids=b["input_ids"], token_type_ids=b["token_type_ids"], attention_mask=b["attention_mask"])
             logits = model.cls.predictions(out.last_hidden_state[b["mlm_rows"], b["mlm_cols"]]).float()
             m = b["input_ids"][b["mlm_rows"], b["mlm_cols"]] == mask_id

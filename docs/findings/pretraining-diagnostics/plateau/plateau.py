@@ -4,7 +4,7 @@ on [CLS]/[SEP]. usage: plateau.py NAME lr batch warmup steps eval_every [nsp] [d
 import sys, time, json, math
 import numpy as np, torch
 sys.path.insert(0, "/work/main")
-from berteval.derive import pretrain, pretrain_data
+from berteval.pretrain import examples, loop
 from berteval import config
 name, lr, batch, warm, steps, every = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
 nsp = (sys.argv[7] == "nsp") if len(sys.argv) > 7 else True
@@ -14,10 +14,10 @@ torch.set_num_threads(1)
 hyper = dict(hidden_size=extra.get("hidden",256), layers=extra.get("layers",4), heads=extra.get("heads",4), intermediate_size=4*extra.get("hidden",256), vocab_size=8192, short_seq_prob=0.1,
              long_sequences=8000, limit_articles=None, steps=steps, long_share=0.0, batch_size=batch, long_batch_size=8,
              lr=lr, warmup_steps=warm, beta1=0.9, beta2=extra.get("beta2", 0.999), weight_decay=0.01, max_grad_norm=1.0)
-prep = pretrain_data.prepare(__import__("pathlib").Path("/work/shared/data"), config.cache_dir(), 0, hyper, log=lambda m: None)
+prep = examples.prepare(__import__("pathlib").Path("/work/shared/data"), config.cache_dir(), 0, hyper, log=lambda m: None)
 tok = prep.tokenizer
 dev = torch.device("cpu")
-model = pretrain.build_model(hyper, len(tok), 0)
+model = loop.build_model(hyper, len(tok), 0)
 if extra.get("dropout") is not None:
     for m in model.modules():
         if isinstance(m, torch.nn.Dropout): m.p = extra["dropout"]
@@ -35,11 +35,11 @@ if extra.get("unibias"):
     with torch.no_grad():
         model.cls.predictions.bias.copy_(torch.from_numpy(lp).float())
     print("decoder bias tied:", model.cls.predictions.decoder.bias is model.cls.predictions.bias if model.cls.predictions.decoder.bias is not None else None, flush=True)
-params, opt, sched = pretrain._optimiser(model, hyper, steps, nsp)
+params, opt, sched = loop._optimiser(model, hyper, steps, nsp)
 if extra.get("decay") == "const":
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / max(1, warm)))
 order = np.random.default_rng(0).permutation(len(prep.train))
-obj = pretrain.Objective(model, nsp)
+obj = loop.Objective(model, nsp)
 held = prep.heldout.take(np.arange(512))
 mask_id = tok.mask_token_id
 # the unigram loss over held-out [MASK] targets
@@ -48,7 +48,7 @@ def evaluate():
     tot = {"mask_loss": 0.0, "mask_n": 0, "mask_correct": 0, "nsp": 0, "cls_sep": 0.0, "att_rows": 0}
     with torch.no_grad():
         for i in range(0, len(held), 64):
-            b = pretrain.batch_tensors(held, np.arange(i, min(len(held), i + 64)), dev)
+            b = loop.batch_tensors(held, np.arange(i, min(len(held), i + 64)), dev)
             with torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype == "bf16"):
                 out = model.bert(input_ids=b["input_ids"], token_type_ids=b["token_type_ids"], attention_mask=b["attention_mask"])
                 h = out.last_hidden_state[b["mlm_rows"], b["mlm_cols"]]
@@ -68,7 +68,7 @@ def attention_sink():
     m2 = BertModel(model.bert.config, add_pooling_layer=False)
     m2.config._attn_implementation = "eager"
     m2.load_state_dict(model.bert.state_dict(), strict=False); m2.eval()
-    b = pretrain.batch_tensors(held, np.arange(32), dev)
+    b = loop.batch_tensors(held, np.arange(32), dev)
     with torch.no_grad():
         o = m2(input_ids=b["input_ids"], token_type_ids=b["token_type_ids"], attention_mask=b["attention_mask"], output_attentions=True)
     special = (b["input_ids"] == tok.cls_token_id) | (b["input_ids"] == tok.sep_token_id)  # (B,T)
@@ -86,7 +86,7 @@ for s in range(steps):
     if short_len and s < short_steps:
         k = batch * (128 // short_len)
         idx = order[pos_k:pos_k + k]; pos_k += k
-        b = pretrain.batch_tensors(prep.train, idx, dev)
+        b = loop.batch_tensors(prep.train, idx, dev)
         T = short_len
         b["input_ids"] = b["input_ids"][:, :T].clone(); b["token_type_ids"] = b["token_type_ids"][:, :T]
         b["attention_mask"] = b["attention_mask"][:, :T]
@@ -95,7 +95,7 @@ for s in range(steps):
         b["mlm_rows"], b["mlm_cols"], b["mlm_targets"] = b["mlm_rows"][keep], b["mlm_cols"][keep], b["mlm_targets"][keep]
     else:
         idx = order[pos_k:pos_k + batch]; pos_k += batch
-        b = pretrain.batch_tensors(prep.train, idx, dev)
+        b = loop.batch_tensors(prep.train, idx, dev)
     if extra.get("allmask"):
         b["input_ids"][b["mlm_rows"], b["mlm_cols"]] = mask_id
     with torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype == "bf16"):

@@ -27,7 +27,7 @@ Three choices differ from BERT's released script, each to match the description:
 - labels are exactly 50/50: the surplus of the larger label (those forced NotNext pairs) is
   dropped at random, and the stats say how many.
 
-With `match_length` (pre-training from scratch, `berteval.derive.pretrain`), a NotNext B holds
+With `match_length` (pre-training from scratch, `berteval.pretrain.loop`), a NotNext B holds
 exactly as many tokens as the actual continuation would have (from a random sentence start
 of the other document that leaves enough), so the pair's length says nothing about its
 label: filled "up to the target" from a random place, a NotNext B ran short whenever the
@@ -47,7 +47,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from ..nsp_pairs import IS_NEXT, NOT_NEXT
-from ..pretrain.pairs import _other, _truncate  # one truncation rule, one partner draw for both builders
+from .pairs import _other, _truncate  # one truncation rule, one partner draw for both builders
 from ..seeds import numpy_rng
 
 MAX_LENGTH = 128  # BERT's phase-1 sequence length (90% of its pre-training steps)

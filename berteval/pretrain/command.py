@@ -122,7 +122,7 @@ def hyperparameters(args) -> dict:
 
 def _checkpoint_path(args, name: str, hyper: dict, prepared_key: str, device) -> Path:
     from .. import config
-    from . import pretrain_data
+    from . import examples
 
     # How often the run evaluates or checkpoints does not change its weights: not part of the key, so a
     # tuning run's prefix can be continued with other intervals.
@@ -132,7 +132,7 @@ def _checkpoint_path(args, name: str, hyper: dict, prepared_key: str, device) ->
                if k not in ("eval_every", "checkpoint_every", "snapshot_steps", "vocab")}
     # Nor do the dtype and device: a run spans sessions on CPUs that differ (bf16 where the CPU runs it fast,
     # fp32 elsewhere), each session resumes the same run, and the record lists what ran when (RunState.segments).
-    key = pretrain_data.cache_key({"name": name, "seed": args.seed, "hyper": weights,
+    key = examples.cache_key({"name": name, "seed": args.seed, "hyper": weights,
                                    **({"examples": prepared_key} if PRETRAINED[name].recipe == "gen1" else {})})
     root = Path(args.checkpoint_dir) if args.checkpoint_dir else config.cache_dir() / "checkpoints" / "pretrain"
     root.mkdir(parents=True, exist_ok=True)
@@ -164,15 +164,15 @@ def command(args) -> int:
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    from . import pretrain, pretrain_data
+    from . import examples, loop
 
     log = (lambda *a, **k: None) if args.no_progress else (lambda msg: print(msg, flush=True))
     t0 = time.perf_counter()
-    prepared = pretrain_data.prepare(data_dir, config.cache_dir(), args.seed, hyper, log=log)
+    prepared = examples.prepare(data_dir, config.cache_dir(), args.seed, hyper, log=log)
     if args.prepare_only:
         print(f"prepared: {prepared.folder}")
         return 0
-    plan = pretrain.schedule_plan(hyper)
+    plan = loop.schedule_plan(hyper)
     if plan["long_steps"] * plan["long_batch"] > len(prepared.train_long) * 4:
         raise BertevalError(f"{plan['long_steps']} long steps of {plan['long_batch']} need more long sequences "
                             f"than the {len(prepared.train_long)} prepared: raise --long-sequences")
@@ -189,8 +189,8 @@ def command(args) -> int:
         f"{plan['short_steps']} x {plan['short_batch']} x 128 tokens, "
         f"{plan['long_steps']} x {plan['long_batch']} x 512), device {device}, {torch.get_num_threads()} thread(s); "
         f"checkpoint {checkpoint}")
-    dev_pairs = pretrain.nsp_dev_pairs(data_dir)
-    model, state, complete = pretrain.train(prepared, twin.nsp, hyper, args.seed, device, args.dtype, checkpoint,
+    dev_pairs = loop.nsp_dev_pairs(data_dir)
+    model, state, complete = loop.train(prepared, twin.nsp, hyper, args.seed, device, args.dtype, checkpoint,
                                             dev_pairs, args.stop_after_steps, log, progress,
                                             stop_at_step=args.publish_at_step, resume_weights=resume_dir,
                                             describe=devices.describe(device))
@@ -200,9 +200,9 @@ def command(args) -> int:
               f"({checkpoint})", file=sys.stderr)
         return STOPPED
     log("final evaluation on every held-out example ...")
-    final = pretrain.evaluation_row(model, prepared, dev_pairs, device, args.dtype, state, None)
+    final = loop.evaluation_row(model, prepared, dev_pairs, device, args.dtype, state, None)
     state.evals.append(final)
-    log(pretrain._eval_line(final, plan))
+    log(loop._eval_line(final, plan))
     record = _record(args, twin, hyper, plan, prepared, state, final, device, time.perf_counter() - t0)
     if early:  # named in the record and the card, never passed off as the planned run
         record["stopped_early"] = {
@@ -230,15 +230,15 @@ def export_resume(checkpoint: Path, folder: Path, hyper: dict, tokenizer, seed: 
     """The checkpoint's weights, tokenizer and run state as `pretrain.save_weights` writes them (what is committed)."""
     import torch
 
-    from . import pretrain
+    from . import loop
 
     if not checkpoint.is_file():
         raise BertevalError(f"no checkpoint to export at {checkpoint}: has this run started on this machine?")
     payload = torch.load(checkpoint, weights_only=False, map_location="cpu")
-    model = pretrain.build_model({**hyper, "mlm_bias_init": "zero"}, len(tokenizer), seed)
+    model = loop.build_model({**hyper, "mlm_bias_init": "zero"}, len(tokenizer), seed)
     model.load_state_dict(payload["model"])
-    state = pretrain.RunState(**payload["state"])
-    pretrain.save_weights(folder, model, state, tokenizer)
+    state = loop.RunState(**payload["state"])
+    loop.save_weights(folder, model, state, tokenizer)
     size = sum(p.stat().st_size for p in folder.iterdir())
     print(f"{folder}: weights at step {state.step} ({state.tokens:,} tokens), {size / 1e6:.1f} MB")
     return 0
@@ -288,7 +288,7 @@ def _curve(losses: list, points: int = 100) -> dict:
 
 def publish(model, tokenizer, record: dict, out: Path) -> None:
     """The standard checkpoint folder, staged beside `out` and swapped in when complete."""
-    from . import model_card
+    from ..derive import model_card  # one model card for every encoder made here
 
     stage = out.with_name(out.name + ".partial")
     shutil.rmtree(stage, ignore_errors=True)

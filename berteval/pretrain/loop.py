@@ -48,7 +48,7 @@ import torch
 
 from ..errors import BertevalError
 from ..seeds import numpy_rng
-from . import pretrain_data
+from . import examples
 
 EVAL_SUBSET = 1024  # examples of each evaluation set scored during training (all of them at the end)
 
@@ -60,7 +60,7 @@ def bert_config(hyper: dict, vocab_size: int):
 
     return BertConfig(vocab_size=vocab_size, hidden_size=hyper["hidden_size"],
                       num_hidden_layers=hyper["layers"], num_attention_heads=hyper["heads"],
-                      intermediate_size=hyper["intermediate_size"], max_position_embeddings=pretrain_data.LONG,
+                      intermediate_size=hyper["intermediate_size"], max_position_embeddings=examples.LONG,
                       type_vocab_size=2, pad_token_id=0, hidden_dropout_prob=0.1,
                       attention_probs_dropout_prob=0.1, architectures=["BertForPreTraining"])
 
@@ -92,12 +92,12 @@ def build_model(hyper: dict, vocab_size: int, seed: int, counts: np.ndarray | No
     return model
 
 
-def target_counts(seqs: pretrain_data.Sequences, vocab_size: int) -> np.ndarray:
+def target_counts(seqs: examples.Sequences, vocab_size: int) -> np.ndarray:
     """How often each token is a masked-LM target in `seqs` (the training sequences): the log-unigram prior."""
     return np.bincount(seqs.mlm_tgt[seqs.mlm_pos >= 0].astype(np.int64), minlength=vocab_size)
 
 
-def batch_tensors(seqs: pretrain_data.Sequences, index: np.ndarray, device) -> dict:
+def batch_tensors(seqs: examples.Sequences, index: np.ndarray, device) -> dict:
     """Model inputs for rows `index`, padded to their longest: ids, segments, mask, masked positions/targets."""
     sub = seqs.take(np.asarray(index))
     width = int(sub.length.max())
@@ -177,7 +177,7 @@ def _optimiser(model: torch.nn.Module, hyper: dict, total: int, nsp: bool):
 # -- evaluation ---------------------------------------------------------------------------------------------------
 
 @torch.no_grad()
-def evaluate_sequences(model, seqs: pretrain_data.Sequences, device, dtype: str, limit: int | None = None,
+def evaluate_sequences(model, seqs: examples.Sequences, device, dtype: str, limit: int | None = None,
                        batch: int = 64) -> dict:
     """Held-out masked-LM accuracy/loss and NSP accuracy on segment pairs (dropout off)."""
     n = len(seqs) if limit is None else min(limit, len(seqs))
@@ -210,7 +210,7 @@ def nsp_on_pairs(model, tokenizer, pairs: list[tuple[str, str, int]], device, dt
     for i in range(0, len(rows), batch):
         part = rows[i : i + batch]
         enc = tokenizer([a for a, _, _ in part], [b for _, b, _ in part], truncation=True,
-                        max_length=pretrain_data.SHORT, padding=True, return_tensors="pt")
+                        max_length=examples.SHORT, padding=True, return_tensors="pt")
         enc = {k: v.to(device) for k, v in enc.items()}
         with _autocast(device, dtype):
             logits = model(**enc).seq_relationship_logits

@@ -67,7 +67,7 @@ def _pretrain(name, corpus, out, *extra):
 
 
 def test_text_filter_removes_dev_titles_and_dev_sentences(corpus, capsys):
-    from berteval.derive import wikipedia
+    from berteval.pretrain import wikipedia
 
     text = wikipedia.load(corpus, seed=0, log=lambda *a: None)
     titles = {a.title for a in text.train + text.heldout}
@@ -80,7 +80,7 @@ def test_text_filter_removes_dev_titles_and_dev_sentences(corpus, capsys):
 
 def test_notnext_b_carries_no_length_cue():
     """With match_length, B's length has the same distribution under both labels; the old rule ran short."""
-    from berteval.derive import segments
+    from berteval.pretrain import segments
 
     rng = np.random.default_rng(1)
     docs = [[list(range(int(rng.integers(4, 30)))) for _ in range(int(rng.integers(1, 40)))] for _ in range(300)]
@@ -99,7 +99,7 @@ def test_twins_pretrain_publish_and_load(corpus, tmp_path, monkeypatch):
     from transformers import AutoModelForNextSentencePrediction, AutoModelForPreTraining, pipeline
 
     from berteval import models
-    from berteval.derive import pretrain
+    from berteval.pretrain import loop
     from berteval.models import pretrained
 
     monkeypatch.setenv("BERTEVAL_RESULTS", str(tmp_path))
@@ -123,7 +123,7 @@ def test_twins_pretrain_publish_and_load(corpus, tmp_path, monkeypatch):
     # Same examples, order and initialisation: the control's pooler and NSP head are exactly the initial ones.
     twin = AutoModelForPreTraining.from_pretrained(str(control_dir))
     hyper = {**rec["hyperparameters"], "mlm_bias_init": "zero"}  # the output bias is set after the seeded init
-    init = pretrain.build_model(hyper, twin.config.vocab_size, 0).state_dict()
+    init = loop.build_model(hyper, twin.config.vocab_size, 0).state_dict()
     trained = twin.state_dict()
     for key in ("bert.pooler.dense.weight", "bert.pooler.dense.bias", "cls.seq_relationship.weight"):
         assert np.array_equal(trained[key].numpy(), init[key].numpy()), key
@@ -214,17 +214,17 @@ def test_the_masked_lm_bias_starts_at_the_targets_log_unigram():
     width or an unknown name is refused."""
     import torch
 
-    from berteval.derive import pretrain, pretrain_data
+    from berteval.pretrain import examples, loop
     from berteval.errors import BertevalError
 
     hyper = {"hidden_size": 16, "layers": 1, "heads": 2, "intermediate_size": 32}
-    seqs = pretrain_data.Sequences(np.zeros((2, 8), np.uint16), np.array([8, 8], np.int16), np.array([3, 3], np.int16),
+    seqs = examples.Sequences(np.zeros((2, 8), np.uint16), np.array([8, 8], np.int16), np.array([3, 3], np.int16),
                                    np.zeros(2, np.uint8), np.array([[1, 2, -1], [3, -1, -1]], np.int16),
                                    np.array([[7, 7, 0], [5, 0, 0]], np.uint16))
-    counts = pretrain.target_counts(seqs, 12)
+    counts = loop.target_counts(seqs, 12)
     assert counts[7] == 2 and counts[5] == 1 and counts.sum() == 3  # padding slots (-1) are not targets
-    prior = pretrain.build_model({**hyper, "mlm_bias_init": "log-unigram"}, 12, 0, counts)
-    plain = pretrain.build_model(hyper, 12, 0)
+    prior = loop.build_model({**hyper, "mlm_bias_init": "log-unigram"}, 12, 0, counts)
+    plain = loop.build_model(hyper, 12, 0)
     bias = prior.cls.predictions.bias.detach()
     assert int(bias.argmax()) == 7 and abs(float(bias.mean())) < 1e-6
     assert torch.equal(prior.cls.predictions.decoder.bias, prior.cls.predictions.bias)  # tied, as transformers ties it
@@ -232,26 +232,26 @@ def test_the_masked_lm_bias_starts_at_the_targets_log_unigram():
     assert torch.equal(prior.bert.encoder.layer[0].attention.self.query.weight,
                        plain.bert.encoder.layer[0].attention.self.query.weight)
     with pytest.raises(BertevalError, match="counts"):
-        pretrain.build_model({**hyper, "mlm_bias_init": "log-unigram"}, 12, 0, counts[:5])
+        loop.build_model({**hyper, "mlm_bias_init": "log-unigram"}, 12, 0, counts[:5])
     with pytest.raises(BertevalError, match="zero or log-unigram"):
-        pretrain.build_model({**hyper, "mlm_bias_init": "uniform"}, 12, 0)
+        loop.build_model({**hyper, "mlm_bias_init": "uniform"}, 12, 0)
 
 
 def test_a_reused_vocabulary_rebuilds_the_same_examples(corpus, tmp_path):
     """`tokenizers`' WordPiece trainer is not deterministic (huggingface/tokenizers#1794), so `--vocab` takes a saved
     vocabulary: prepared with a published twin's tokenizer, the examples are those the twin was trained on (same
     vocabulary checksum, same sequences), and a folder with no tokenizer is refused."""
-    from berteval.derive import pretrain_data, vocab
+    from berteval.pretrain import examples, vocab
     from berteval.errors import BertevalError
 
     hyper = {"vocab_size": 120, "short_seq_prob": 0.1, "long_sequences": 40, "limit_articles": None}
-    first = pretrain_data.prepare(corpus, tmp_path / "a", 0, hyper, log=lambda m: None)
+    first = examples.prepare(corpus, tmp_path / "a", 0, hyper, log=lambda m: None)
     saved = tmp_path / "tok"
     first.tokenizer.save_pretrained(str(saved))
-    again = pretrain_data.prepare(corpus, tmp_path / "b", 0, {**hyper, "vocab": str(saved)}, log=lambda m: None)
+    again = examples.prepare(corpus, tmp_path / "b", 0, {**hyper, "vocab": str(saved)}, log=lambda m: None)
     assert again.record["vocabulary"]["trainer"] == "reused"
     assert again.record["vocabulary"]["vocab_sha256"] == first.record["vocabulary"]["vocab_sha256"]
-    assert pretrain_data.sequences_sha256(again.train) == pretrain_data.sequences_sha256(first.train)
+    assert examples.sequences_sha256(again.train) == examples.sequences_sha256(first.train)
     with pytest.raises(BertevalError, match="no tokenizer"):
         vocab.reuse(tmp_path)
 
@@ -259,7 +259,7 @@ def test_a_reused_vocabulary_rebuilds_the_same_examples(corpus, tmp_path):
 def test_a_run_resumes_on_a_new_machine_from_its_committed_weights(corpus, tmp_path, monkeypatch):
     """A session commits --export-resume (weights, tokenizer, run state; no optimiser state); a machine without the
     checkpoint file (another cache) resumes from it with --vocab at the same step and finishes, saying how."""
-    from berteval.derive import pretrain_command
+    from berteval.pretrain import command as pretrain_command
 
     out = tmp_path / "out"
     monkeypatch.setenv("BERTEVAL_CACHE", str(tmp_path / "cache-a"))

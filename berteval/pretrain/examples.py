@@ -30,7 +30,7 @@ import numpy as np
 
 from ..errors import BertevalError
 from ..seeds import numpy_rng
-from ..pretrain import cues, pairs
+from . import cues, pairs
 from . import masking, sentences, vocab, wikipedia
 
 SCHEMA = 2  # 2: cue-free pairs (berteval.pretrain.pairs) with their audit, paragraph starts, passes
