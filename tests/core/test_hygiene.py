@@ -38,3 +38,19 @@ def test_light_commands_import_neither_torch_nor_transformers(tmp_path):
     # Without a data dir: texts (disagree, the report's examples) are what would load `datasets`.
     env = {k: v for k, v in os.environ.items() if k != "BERTEVAL_DATA"}
     subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True, capture_output=True, env=env)
+
+
+def test_no_function_in_berteval_is_longer_than_90_lines():
+    """A function past 90 lines (the `def` line to its last line, decorators not counted) does several things:
+    split a well-named helper out of it. Methods and nested functions count on their own."""
+    import ast
+
+    longest = 90
+    too_long = []
+    for path in sorted((REPO / "berteval").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = node.end_lineno - node.lineno + 1
+                if lines > longest:
+                    too_long.append(f"{path.relative_to(REPO)}:{node.lineno} {node.name} ({lines} lines)")
+    assert not too_long, f"functions over {longest} lines: " + "; ".join(too_long)
