@@ -9,7 +9,8 @@ with AdamW and gradient clipping, interleaved round by round (the machine's load
 reported. Model FLOPs utilisation = each step's own executed FLOPs (forward x 3: the backward pass costs twice
 the forward) over its time, as a share of the best bf16 matmul throughput measured in the same process.
 Examples: random ids of the vocabulary (speed does not depend on the text); say so beside the figures.
-A third path is the second twins' step (the gen2 recipe): the same objective at 4x the batch with dropout off.
+A third path is the second twins' step (the gen2 recipe, `RECIPES` in berteval.pretrain.command): the same
+objective at the recipe's batch with dropout off.
 """
 
 from __future__ import annotations
@@ -70,15 +71,18 @@ def _batches(tokenizer_vocab: int, n: int, batch: int, length: int, seed: int = 
 
 
 def measure(threads: int | None = None, batch: int = 32, length: int = 128, rounds: int = 5, steps: int = 3,
-            log=print, shape: dict | None = None, vocab: int = VOCAB, big_batch: int = 128) -> dict:
+            log=print, shape: dict | None = None, vocab: int = VOCAB, big_batch: int | None = None) -> dict:
     """berteval's step (the first twins': batch `batch`, dropout 0.1), transformers' standard step on the same
-    batches, and the gen2 recipe's step (batch `big_batch`, no dropout), interleaved round by round."""
+    batches, and the gen2 recipe's step (batch `big_batch`, default the recipe's, no dropout), interleaved round
+    by round."""
     from ..pretrain import loop
+    from ..pretrain.command import RECIPES
     from .encoders import machine, matmul_peak
 
     if threads:
         torch.set_num_threads(threads)
     hyper = {**SHAPE, **(shape or {})}
+    big_batch = big_batch or RECIPES["gen2"]["batch_size"]
     tok, batches = _batches(vocab, steps, batch, length)
     _, big = _batches(vocab, steps, big_batch, length, seed=1)
     batches_of = {"berteval": batches, "transformers": batches, "berteval gen2": big}
