@@ -3,7 +3,7 @@
 accelerate for the CPU where there is no GPU), uninterrupted and with either process SIGKILLed
 mid-run.
 
-    python tests/tools/accelerate_check.py                       # the embedded default model, ../shared/data
+    python tests/tools/accelerate_check.py                       # the embedded default model, $BERTEVAL_DATA or ../shared/data
     python tests/tools/accelerate_check.py --model tiny          # a 2-layer, 16-wide BERT on generated data
 
 (`accelerate launch --cpu --num_processes 2` is not this: accelerate 1.16 starts ONE process for
@@ -30,6 +30,7 @@ import argparse
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -39,7 +40,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "tests"))
+sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 POSITIVE, NEGATIVE = ["good", "great", "fine", "fun"], ["bad", "awful", "poor", "dull"]
 FILLER = ["the", "movie", "film", "plot", "was", "is", "very", "and", "it", "story", "acting"]
@@ -116,6 +117,18 @@ def outcome(out: Path, rec: dict) -> tuple:
     return rec["metrics"], ft["heldout_accuracy_per_epoch"], ft["selected_epoch"], proba
 
 
+def tail(log: Path, lines: int = 40) -> str:
+    """Why a launch failed, from its log (the launcher's and both processes' stdout and stderr), indented: first
+    the lines that name an error (berteval's `error: ...`, an exception's last line), since the launcher's own
+    ChildFailedError report (~40 lines) comes last and would push a process's one-line error out of a plain
+    tail; then the log's last lines. The log itself goes with the temp folder."""
+    text = log.read_text(errors="replace").splitlines() if log.is_file() else ["(no log written)"]
+    errors = [line for line in text if re.match(r"(error: |[\w.]*(Error|Exception): )", line)
+              and "ChildFailedError" not in line]
+    shown = (errors + ["..."] if errors else []) + text[-lines:]
+    return "\n".join("    | " + line for line in shown)
+
+
 def run(cmd: list[str], env: dict, log: Path) -> tuple[int, float]:
     t0 = time.perf_counter()
     with open(log, "a") as fh:
@@ -154,7 +167,10 @@ def killed_run(cmd: list[str], env: dict, cache: Path, rank: int, log: Path) -> 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default="default", help="'default' (with --data-dir) or 'tiny' (generated data)")
-    parser.add_argument("--data-dir", type=Path, default=REPO.parent / "shared" / "data")
+    # Where CI and every real-data test read it: $BERTEVAL_DATA, else ../shared/data beside the clone. (The
+    # second alone failed in a clone with the data elsewhere: every process stopped on a missing --data-dir.)
+    parser.add_argument("--data-dir", type=Path, default=None,
+                        help="the folder holding sst2/ (default $BERTEVAL_DATA, else ../shared/data beside the clone)")
     parser.add_argument("--train", type=int, default=400, help="training sentences (default 400; 10%% held out)")
     parser.add_argument("--eval", type=int, default=200, help="dev sentences scored (default 200)")
     parser.add_argument("--keep", type=Path, default=None, help="work in this folder and keep it (default: a temp one)")
@@ -169,7 +185,14 @@ def main(argv: list[str] | None = None) -> int:
 
             model, data = str(save_tiny(root / "model", "pretraining")), tiny_data(root / "data", args.train, args.eval)
         else:
-            model, data = args.model, args.data_dir
+            from berteval.config import local_data_dir
+
+            model, data = args.model, args.data_dir or local_data_dir()
+            if data is None or not (data / "sst2" / "train.tsv").is_file():
+                where = (f"{data} holds no sst2/train.tsv" if data else
+                         "no --data-dir, and neither $BERTEVAL_DATA nor ../shared/data beside the clone is a folder")
+                print(f"no SST-2 data: {where} (pass --data-dir, set BERTEVAL_DATA, or use --model tiny)")
+                return 2
         print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores; "
               f"logs under {root}")
         results = {}
@@ -182,7 +205,9 @@ def main(argv: list[str] | None = None) -> int:
                 code, secs = run(cmd, env, log)
                 print(f"{name}: exit {code} in {secs:.1f} s")
                 if code != 0:
+                    print(f"{name}: the end of its log ({log}):\n{tail(log)}")
                     failures.append(f"{name}: exit {code}")
+                    break  # the kill runs need a launch that works
             else:
                 kill = killed_run(cmd, env, cache, int(name[-1]), log)
                 print(f"{name}: SIGKILL pid {kill['victim']} (checkpoint at step {kill['checkpoint_step']} on disk); "
@@ -196,6 +221,7 @@ def main(argv: list[str] | None = None) -> int:
                 code, secs = run(cmd, env, log)
                 print(f"{name}: rerun exit {code} in {secs:.1f} s")
                 if code != 0:
+                    print(f"{name}: the end of its log ({log}):\n{tail(log)}")
                     failures.append(f"{name}: rerun exit {code}")
             recs = records(out)
             results[name] = recs
@@ -210,8 +236,8 @@ def main(argv: list[str] | None = None) -> int:
                 failures.append(f"{name}: {len(recs)} records for {len(set(ids))} run ids (want 2 and 2)")
             if any(r["config"].get("processes") != 2 for r in recs):
                 failures.append(f"{name}: a record does not say processes 2")
-        straight = {r["run_id"]: outcome(root / "straight" / "out", r) for r in results["straight"]}
-        for name in ("kill rank 0", "kill rank 1"):
+        straight = {r["run_id"]: outcome(root / "straight" / "out", r) for r in results.get("straight", [])}
+        for name in [n for n in ("kill rank 0", "kill rank 1") if n in results]:  # none after a failed launch
             resumed = [r for r in results[name] if r["config"]["finetune"]["resumed_from_step"] > 0]
             if not resumed:
                 failures.append(f"{name}: no record resumed from a checkpoint")
