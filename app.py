@@ -33,6 +33,7 @@ import leaderboard  # noqa: E402
 from berteval import markup, precision, serve  # noqa: E402
 from berteval.serve import budget, guard  # noqa: E402
 from berteval.errors import BertevalError  # noqa: E402
+from berteval.models.pretrained import PRETRAINED  # noqa: E402
 from berteval.qa import DEFAULTS as QA  # noqa: E402
 from leaderboard.figures import qa_logits  # noqa: E402
 from leaderboard.references import squad_scale  # noqa: E402
@@ -741,7 +742,7 @@ def board_context(model, task, pooling, regime):
         b = leaderboard.board.current()
         f = _filters(model, task, pooling, regime)
         # A finding compares heads: the pooling filter does not narrow it.
-        text = (b.findings(f[0], f[1], f[3]) + "\n\n### What NSP pre-training changes: the two pre-trained twins\n\n"
+        text = (b.findings(f[0], f[1], f[3]) + "\n\n### What NSP pre-training changes: the pairs of twins\n\n"
                 + b.twins(f[1], f[3]))
         return markup.safe_markdown(text), b.references(f[1], f[3])
     except Exception:  # noqa: BLE001: the tab still shows everything else
@@ -1075,8 +1076,8 @@ def _leaderboard_tab(board_tab: gr.Tab) -> SimpleNamespace:
 
 def _model_info(offline: list[str]) -> str:
     """The Encoder box's help: what each offline encoder is (the twins once their checkpoints are committed)."""
-    twins = [n for n in offline if n.startswith("wiki-bert-mini")]
-    pretrained = (f" {' and '.join(twins)}: BERT-Minis pre-trained here from scratch on Wikipedia, with and without "
+    twins = [n for n in offline if n in PRETRAINED]
+    pretrained = (f" {', '.join(twins)}: BERT-Minis pre-trained here from scratch on Wikipedia, with and without "
                   f"the next-sentence loss." if twins else "")
     return ("Offline: 'default' (the embedded all-MiniLM-L6-v2) and encoders derived from it (+nsp-pooler: its pooler "
             "trained by next-sentence prediction; +mlm-nsp: BERT's pre-training continued; +random: the untrained "

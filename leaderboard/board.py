@@ -118,8 +118,8 @@ class Board:
             self.rows(_value(key[0]), _value(key[1]), None, _value(key[2])), tests=self.tests)))
 
     def twins(self, task=None, regime=None) -> str:
-        """What NSP pre-training changes (Markdown): the two twins side by side; the model filter does not
-        narrow it (it is about those two models)."""
+        """What NSP pre-training changes (Markdown): every pair of twins with records, side by side, and the seed
+        spread; the model filter does not narrow it (it is about the registered pairs, berteval.models.twins)."""
         from . import twins  # here, not at the top: `python -m leaderboard.twins` runs that module as __main__
 
         key = (_key(task), _key(regime))

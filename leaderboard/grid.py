@@ -20,7 +20,7 @@ import sys
 
 import pandas as pd
 
-from berteval.models.loading import DEFAULT_MODEL_ID
+from berteval.models.base import DEFAULT_MODEL_ID
 
 from . import data
 from .figures.style import metric_scale

@@ -20,6 +20,7 @@ import math
 import pandas as pd
 
 from berteval.metrics import METRICS
+from berteval.models.base import DEFAULT_MODEL_ID
 from berteval.record_lookup import short_name
 
 from . import cells, data
@@ -59,10 +60,9 @@ def _aggregate(rows: pd.DataFrame, band_frame: pd.DataFrame | None) -> pd.DataFr
     return agg
 
 
-# The reference encoder: what `--model default` records (berteval.models.loading.DEFAULT_MODEL_ID, which imports
-# torch; tests/leaderboard/test_cells.py checks it against the committed `default` records). Every derived encoder
-# and twin is read against it.
-REFERENCE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+# The reference encoder: what `--model default` records (tests/leaderboard/test_cells.py checks it against the
+# committed `default` records). Every derived encoder and twin is read against it.
+REFERENCE_MODEL = DEFAULT_MODEL_ID
 
 
 def _reference_model(g: pd.DataFrame) -> str:

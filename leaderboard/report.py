@@ -222,14 +222,30 @@ def _inline_md(text: str) -> str:
 
 
 def _twins_html(df: pd.DataFrame) -> str:
-    """What NSP pre-training changes: the twins' cells side by side, their sentences, the published pairs apart."""
-    comp = twins.comparison(df)
-    if comp.empty:
+    """What NSP pre-training changes: each pair of twins with records (its label and caveat, its cells side by
+    side, its sentences), the seed spread, the pairs without records in one line, the published pairs apart."""
+    v = twins.view(df)
+    if v.empty:
         return f"<p>{_inline_md(twins.EMPTY)}</p>"
-    return (f'<p class="caption">{e(twins.CAPTION)}</p>' + html_table(twins.display(comp), "twins", search=False)
-            + '<ul class="findings">' + "".join(f"<li>{_inline_md(x)}</li>" for x in twins.sentences(comp))
-            + f'</ul><p class="caption">{e(twins.PUBLISHED)}</p><ul>'
-            + "".join(f"<li>{e(x)}</li>" for x in twins.published_lines(set(comp["task"]))) + "</ul>")
+    out = [f'<p class="caption">{e(twins.CAPTION)}</p>']
+    for i, (pair, comp) in enumerate(v.pairs):
+        body = (f"<p>{_inline_md(twins.no_records(pair))}</p>" if comp.empty else
+                html_table(twins.display(comp), f"twins-{i}", search=False) + '<ul class="findings">'
+                + "".join(f"<li>{_inline_md(x)}</li>" for x in twins.sentences(comp)) + "</ul>")
+        out.append(f"<h3>{_inline_md(twins.heading(pair))}</h3>"
+                   + f'<p class="caption">{_inline_md(twins.caption(pair))}</p>' + body)
+    for i, s in enumerate(v.spreads):
+        out.append(f"<h3>{e(twins.spread_heading(s))}</h3>" + (
+            f"<p>{_inline_md(twins.spread_no_cells(s))}</p>" if s.frame.empty else
+            f'<p class="caption">{e(twins.SPREAD_CAPTION)}</p>'
+            + html_table(twins.spread_display(s), f"twins-spread-{i}", search=False)))
+    if v.without_records:
+        out.append(f"<p>{_inline_md(twins.without_records_line(v.without_records))}</p>")
+    published = twins.published_lines(v.tasks)
+    if published:
+        out.append(f'<p class="caption">{e(twins.PUBLISHED)}</p><ul>'
+                   + "".join(f"<li>{e(x)}</li>" for x in published) + "</ul>")
+    return "".join(out)
 
 
 def _findings_html(df: pd.DataFrame, tests: pd.DataFrame | None = None) -> str:
@@ -360,10 +376,7 @@ def _detail_sections(ranked, df, band_frame, tests, tab, csv_link, apart, exampl
             "head, then its margin over each other head (mean of the per-seed differences with its 95% t-interval, "
             "which shows how much the margin moves between seeds, not the sampling of the evaluation set) and the "
             "paired test as the rank bands read it.</p>" + _findings_html(ranked, tests))),
-        _section("twins", "What NSP pre-training changes: the two pre-trained twins", (
-            '<p class="caption"><code>wiki-bert-mini</code> (masked LM + next-sentence prediction) against '
-            "<code>wiki-bert-mini-nonsp</code> (masked LM only), pre-trained here on the same examples in the same "
-            "order from the same initialisation: every cell both hold.</p>" + _twins_html(ranked))),
+        _section("twins", "What NSP pre-training changes: the pairs of twins", _twins_html(ranked)),
         _section("models", "Models side by side", _models_html(ranked)),
         *_figure_sections(figs),
         _section("bands", "Rank bands", f'<p class="caption">{e(BANDS_CAPTION)}</p>' + _bands_html(band_frame), packs),

@@ -5,14 +5,14 @@ berteval derives from them, plus the report of which heads a checkpoint really h
 rerun of finished cells can be recognised before any model is loaded; `load` returns the
 encoder, its fast tokenizer and the head report. Importing this package is light: the
 loader (`loading`, which imports torch and transformers) is imported the first time one of
-its names is read, so light commands may name models (`pretrained`, `derived`, `DEFAULT`)
+its names is read, so light commands may name models (`pretrained`, `derived`, `twins`, `DEFAULT`)
 without the deep-learning stack.
 """
 
-from . import derived, pretrained
-from .base import DEFAULT, quiet_loader
+from . import derived, pretrained, twins
+from .base import DEFAULT, DEFAULT_MODEL_ID, quiet_loader
 
-_LOADING = ("DEFAULT_MODEL_ID", "DEFAULT_PACKAGE", "HUB_ONLY", "POOLER_KINDS", "HeadReport", "HubUnavailable",
+_LOADING = ("DEFAULT_PACKAGE", "HUB_ONLY", "POOLER_KINDS", "HeadReport", "HubUnavailable",
             "Identity", "LoadedModel", "default_model_path", "identify", "is_public_hub_id", "load", "load_with_head")
 
 
@@ -26,4 +26,4 @@ def __getattr__(name: str):
 
 __all__ = ["DEFAULT", "DEFAULT_MODEL_ID", "DEFAULT_PACKAGE", "HUB_ONLY", "POOLER_KINDS", "HeadReport",
            "HubUnavailable", "Identity", "LoadedModel", "default_model_path", "derived", "identify",
-           "is_public_hub_id", "load", "load_with_head", "pretrained", "quiet_loader"]
+           "is_public_hub_id", "load", "load_with_head", "pretrained", "quiet_loader", "twins"]

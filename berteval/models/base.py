@@ -13,6 +13,9 @@ import json
 from pathlib import Path
 
 DEFAULT = "default"  # `--model default`: the embedded all-MiniLM-L6-v2 (berteval.models.loading)
+# The weights the package ships, under the hub id they were published as: what records of `default` name. Here,
+# not in `loading`, so light readers (the leaderboard, the twins registry) name it without importing torch.
+DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 
 
 @contextlib.contextmanager

