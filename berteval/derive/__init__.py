@@ -7,6 +7,7 @@ record (`derivation.json`) under `<results root>/encoders/<name>/`.
     python -m berteval.derive default+mlm-nsp --data-dir ../shared/data
     python -m berteval.derive default+mlm-nsp-wiki --data-dir ../shared/data  # issue 43's pair, on the twins'
     python -m berteval.derive default+mlm-wiki --data-dir ../shared/data      # Wikipedia text (continued.py)
+    python -m berteval.derive default+mlm-wiki --data-dir ../shared/data --export-resume  # commit it, resume later
 
 `RECIPES` is the one registry of how each variant is made (its keys are the variants of
 `berteval.models.derived.VARIANTS`, which says how each is loaded). Training text: only the
@@ -42,6 +43,12 @@ def _mlm_wiki(ctx, stage):
     from . import continued
 
     return continued.run(ctx, stage, nsp=False)
+
+
+def _export_wiki(ctx):
+    from . import continued
+
+    return continued.export(ctx)
 
 
 def _random(ctx, stage):
@@ -80,11 +87,11 @@ RECIPES: dict[str, Recipe] = {
         "BERT pre-training continued on the twins' Wikipedia text (cue-free NSP pairs, the base's own vocabulary): "
         "masked LM (15%; 80/10/10) + NSP; LoRA on every encoder linear layer (or every encoder weight: --tuning "
         "full), pooler, NSP head and MLM transform/bias trained, embeddings and tied decoder frozen",
-        CONTINUED, _mlm_nsp_wiki),
+        CONTINUED, _mlm_nsp_wiki, _export_wiki),
     "mlm-wiki": Recipe(
         "masked LM alone continued on the twins' Wikipedia text, the same start, examples, order and steps as "
         "+mlm-nsp-wiki; pooler and NSP head left as initialised (excluded from the optimiser)",
-        CONTINUED, _mlm_wiki),
+        CONTINUED, _mlm_wiki, _export_wiki),
     "random": Recipe("none: transformers' initialisation under a fixed seed (no training)", {}, _random),
 }
 

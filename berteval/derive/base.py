@@ -24,6 +24,7 @@ class Context:
     progress: bool = True
     stop_after_steps: int | None = None  # tests: simulate a kill after this many steps
     command: str = ""  # the command line, for the record
+    resume_weights: Path | None = None  # a run that spans sessions: its committed resume state, if not the default
 
     def schedule(self, n_examples: int) -> tuple[float, int]:
         """(epochs, optimiser steps) for `n_examples`: `max_steps`, when given, wins over `epochs`."""
@@ -57,3 +58,5 @@ class Recipe:
     objective: str  # the training objective, in words, for the record and `--help`
     defaults: dict  # hyper-parameters (the command's options override them)
     run: Callable[[Context, Path], Outcome]  # (context, staging folder) -> outcome; writes artifacts there
+    # a run that spans sessions: (context) -> exit code, writing its resume state to commit (--export-resume)
+    export: Callable[[Context], int] | None = None

@@ -26,14 +26,20 @@ _HYPER = {"dupe_factor": int, "max_length": int, "short_seq_prob": float, "epoch
           "steps": int, "tuning": str, "warmup_steps": int, "limit_articles": int, "eval_every": int,
           "checkpoint_every": int, "long_sequences": int}
 
+_CHOICES = {"tuning": ("lora", "full")}
+_HELP = {"tuning": "+mlm-nsp-wiki and +mlm-wiki: what trains. lora (default): a rank-16 LoRA adapter on every encoder "
+                   "linear layer, merged at load time (small artifacts, cheap steps); full: every encoder weight. "
+                   "Both train the MLM transform/bias (and the NSP twin its pooler and NSP head) and keep the "
+                   "embeddings and tied decoder frozen"}
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from . import RECIPES
 
     names = ", ".join(f"default+{v}" for v in RECIPES)
     parser.add_argument("name", help=f"<base>+<variant>: {names}; the base may be a local model folder")
-    parser.add_argument("--data-dir", help="folder holding squad/train-subset.json (or $BERTEVAL_DATA); "
-                                           "not needed for +random")
+    parser.add_argument("--data-dir", help="folder holding squad/train-subset.json, for the +*-wiki pair wikipedia/ "
+                                           "and squad/dev-v1.1.json (or $BERTEVAL_DATA); not needed for +random")
     parser.add_argument("--out", help="results root; artifacts go to <out>/encoders/<name>/ "
                                       "(default: $BERTEVAL_RESULTS or the committed leaderboard/results)")
     parser.add_argument("--seed", type=int, default=0)
@@ -43,10 +49,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true", help="derive again even if the artifacts exist")
     parser.add_argument("--device", help="auto, cpu, cuda, cuda:N or mps (or $BERTEVAL_DEVICE)")
     parser.add_argument("--max-steps", type=int, help="train this many optimiser steps (instead of --epochs)")
-    # --tuning (lora | full, the +*-wiki pair) is hidden until docs/cli.md documents it (its docs test).
     for key, kind in _HYPER.items():
-        parser.add_argument("--" + key.replace("_", "-"), type=kind, help=argparse.SUPPRESS if key in (
-            "alpha", "max_predictions", "warmup_ratio", "tuning") else f"override the recipe's {key}")
+        parser.add_argument("--" + key.replace("_", "-"), type=kind, choices=_CHOICES.get(key),
+                            help=_HELP.get(key, argparse.SUPPRESS if key in ("alpha", "max_predictions", "warmup_ratio")
+                                           else f"override the recipe's {key}"))
+    parser.add_argument("--export-resume", action="store_true",
+                        help="+mlm-nsp-wiki and +mlm-wiki: write the run's trained weights (LoRA adapter or encoder "
+                             "layers, and heads), tokenizer and run state (no optimiser state) to "
+                             "<out>/pretrain-resume/<name>/ for committing, and stop: what a session leaves so the run "
+                             "survives the loss of this machine's cache")
+    parser.add_argument("--resume-weights", help="+mlm-nsp-wiki and +mlm-wiki: where a lost machine's run resumes "
+                                                 "from when no checkpoint is in the cache (default "
+                                                 "<out>/pretrain-resume/<name>/ if it exists)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.add_argument("--stop-after-steps", type=int, help=argparse.SUPPRESS)  # tests: simulate a kill
 
@@ -91,6 +105,9 @@ def derive(args) -> tuple[int, Outcome | None]:
     if base.source == "derived":
         raise BertevalError("derive from a plain model, not from a derived one")
     hyper = _hyper(recipe, args)
+    if (args.export_resume or args.resume_weights) and recipe.export is None:
+        spans = ", ".join(f"+{v}" for v, r in RECIPES.items() if r.export is not None)
+        raise BertevalError(f"--export-resume and --resume-weights apply to the runs that span sessions ({spans})")
     data_dir = config.data_dir(args.data_dir) if hyper else None
     from .. import precision
 
@@ -100,7 +117,9 @@ def derive(args) -> tuple[int, Outcome | None]:
     elif note := precision.emulated_bf16_note(dtype):
         print(f"note: {note}", file=sys.stderr)
     ctx = Context(spec, data_dir, out, args.seed, hyper, dtype, not args.no_progress, args.stop_after_steps,
-                  _command_line(args))
+                  _command_line(args), args.resume_weights)
+    if args.export_resume:
+        return recipe.export(ctx), None
     if args.max_steps is not None:
         if "epochs" not in hyper:
             raise BertevalError("--max-steps does not apply to this variant")

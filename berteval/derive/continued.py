@@ -9,7 +9,11 @@ NSP twin adds the NSP cross-entropy; the MLM twin's pooler and NSP head get no g
 the optimiser, so they stay exactly as initialised (the control), as in the scratch twins.
 
 The loop is the scratch twins' (`pretrain.train`: checkpoints every `checkpoint_every` steps, a killed run
-resumes to the same weights, held-out evaluation inside the run, curves); only the model differs. Two ways
+resumes to the same weights, held-out evaluation inside the run, curves); only the model differs. So is the way
+a run spans sessions: `--export-resume` writes what trains (LoRA adapter and heads, or the encoder's layers and
+heads), the tokenizer and the run state to `<out>/pretrain-resume/<name>/` (the twins' `export_resume`, every
+file under 9 MB); a machine without the cache's checkpoint resumes from that folder (`--resume-weights`), the
+frozen weights rebuilt from the base, only Adam's moments lost, and `segments` says so. Two ways
 to train it (`tuning`), so short runs can choose:
 - `lora`: LoRA (rank `rank`) on every encoder linear layer, plus the MLM transform/bias (and, for the NSP
   twin, the pooler and NSP head) in full; embeddings and the tied decoder frozen. Cheap steps, small
@@ -21,6 +25,7 @@ to train it (`tuning`), so short runs can choose:
 
 from __future__ import annotations
 
+import sys
 import warnings
 from pathlib import Path
 
@@ -100,7 +105,8 @@ def run(ctx: Context, stage: Path, nsp: bool) -> Outcome:
     dev_pairs = loop.nsp_dev_pairs(Path(ctx.data_dir))
     model, state, complete = loop.train(prepared, nsp, ctx.hyper, ctx.seed, device, ctx.dtype,
                                             ckpt_dir / "run.pt", dev_pairs, stop_after_steps=ctx.stop_after_steps,
-                                            log=log, describe=devices.describe(device), model=model)
+                                            log=log, describe=devices.describe(device), model=model,
+                                            resume_weights=resume_folder(ctx), resume_trained_only=True)
     total = int(ctx.hyper["steps"])
     if not complete:
         return Outcome(False, state.step, total, checkpoint=ckpt_dir)
@@ -109,8 +115,32 @@ def run(ctx: Context, stage: Path, nsp: bool) -> Outcome:
     record = {"examples": {"prepared": prepared.folder.name, **prepared.record},
               "cue_audit": cue_audits(prepared.record), "training": training_record(state, model, ctx.hyper),
               "final": final, "evaluations": state.evals}
-    # The checkpoint folder goes once the artifacts are published (derive's cli), so --force starts afresh.
+    # The checkpoint folder goes once the artifacts are published (derive's cli), so --force starts afresh; a
+    # committed resume folder is the user's to delete (git rm), or --force would resume from it.
+    if (resume_folder(ctx) / "run_state.json").is_file():
+        print(f"note: the run is complete; its resume state {resume_folder(ctx)} is no longer needed (delete it, or "
+              f"--force resumes from it)", file=sys.stderr)
     return Outcome(True, state.step, total, record, tensors, ckpt_dir)
+
+
+def resume_folder(ctx: Context) -> Path:
+    """Where the run's committed resume state is written and read: `--resume-weights`, else the twins' place
+    for it, `<out>/pretrain-resume/<name>/`."""
+    from ..pretrain.command import resume_folder as default_folder
+
+    return Path(ctx.resume_weights) if ctx.resume_weights else default_folder(ctx.spec.folder_name, ctx.out)
+
+
+def export(ctx: Context) -> int:
+    """`--export-resume`: this machine's checkpoint of the run as a small folder to commit (what trains, the
+    tokenizer, the run state; no optimiser state), written by the twins' export."""
+    from ..pretrain.command import export_resume
+
+    base = models.identify(ctx.spec.base)
+    prepared = examples(ctx, base.path, print if ctx.progress else (lambda *a, **k: None))
+    checkpoint = ctx.checkpoint_dir(base.revision, prepared.folder.name) / "run.pt"
+    return export_resume(checkpoint, resume_folder(ctx), lambda: base_model(base.path, ctx.seed, ctx.hyper),
+                         prepared.tokenizer, trained_only=True)
 
 
 def cue_audits(record: dict) -> dict:

@@ -187,7 +187,8 @@ def command(args) -> int:
     checkpoint = _checkpoint_path(args, args.name, hyper, prepared.folder.name, device.type)
     resume_dir = Path(args.resume_weights) if args.resume_weights else resume_folder(args.name, args.out)
     if args.export_resume:
-        return export_resume(checkpoint, resume_dir, hyper, prepared.tokenizer, args.seed)
+        return export_resume(checkpoint, resume_dir, lambda: loop.build_model(
+            {**hyper, "mlm_bias_init": "zero"}, len(prepared.tokenizer), args.seed), prepared.tokenizer)
     progress = checkpoint.with_suffix(".evals.jsonl")
     log(f"{args.name}: {plan['steps']} steps ({plan['tiny_steps']} x {plan['tiny_batch']} x 32 tokens, "
         f"{plan['short_steps']} x {plan['short_batch']} x 128 tokens, "
@@ -230,8 +231,11 @@ def resume_folder(name: str, out=None) -> Path:
     return config.results_root(out) / "pretrain-resume" / name
 
 
-def export_resume(checkpoint: Path, folder: Path, hyper: dict, tokenizer, seed: int) -> int:
-    """The checkpoint's weights, tokenizer and run state as `pretrain.save_weights` writes them (what is committed)."""
+def export_resume(checkpoint: Path, folder: Path, build, tokenizer, trained_only: bool = False) -> int:
+    """The checkpoint's weights, tokenizer and run state as `loop.save_weights` writes them (what is committed):
+    one export for the twins and for the encoders continued from a base (`berteval.derive.continued`, which
+    commits only what trains: `trained_only`). `build()` makes the model the run trains, in its shape (its
+    weights are then the checkpoint's); every file stays under the committed-file limit."""
     import torch
 
     from . import loop
@@ -239,12 +243,15 @@ def export_resume(checkpoint: Path, folder: Path, hyper: dict, tokenizer, seed: 
     if not checkpoint.is_file():
         raise BertevalError(f"no checkpoint to export at {checkpoint}: has this run started on this machine?")
     payload = torch.load(checkpoint, weights_only=False, map_location="cpu")
-    model = loop.build_model({**hyper, "mlm_bias_init": "zero"}, len(tokenizer), seed)
+    model = build()
     model.load_state_dict(payload["model"])
     state = loop.RunState(**payload["state"])
-    loop.save_weights(folder, model, state, tokenizer)
-    size = sum(p.stat().st_size for p in folder.iterdir())
-    print(f"{folder}: weights at step {state.step} ({state.tokens:,} tokens), {size / 1e6:.1f} MB")
+    loop.save_weights(folder, model, state, tokenizer, trained_only=trained_only)
+    sizes = {p.name: p.stat().st_size for p in folder.iterdir()}
+    if too_big := [f"{name} ({size:,} bytes)" for name, size in sizes.items() if size > MAX_FILE_BYTES]:
+        raise BertevalError(f"{folder}: over the committed-file limit of {MAX_FILE_BYTES:,} bytes: "
+                            f"{', '.join(too_big)}")
+    print(f"{folder}: weights at step {state.step} ({state.tokens:,} tokens), {sum(sizes.values()) / 1e6:.1f} MB")
     return 0
 
 

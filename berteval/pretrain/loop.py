@@ -280,16 +280,26 @@ def snapshot_path(checkpoint: Path, step: int) -> Path:
     return checkpoint.with_name(checkpoint.stem + f".step{step}")
 
 
-def save_weights(folder: Path, model, state: RunState, tokenizer=None) -> None:
+def save_weights(folder: Path, model, state: RunState, tokenizer=None, trained_only: bool = False) -> None:
     """The weights alone (fp32 safetensors shards under 9 MB) and the run state, written whole or not at all: a
     snapshot at a given step (the seed comparison) or the small resume state a session commits. Without the
-    optimiser's moments, a run resumed from it restarts Adam's averages (`train(..., weights_only=...)`)."""
+    optimiser's moments, a run resumed from it restarts Adam's averages (`train(..., resume_weights=...)`).
+    `trained_only`: only the parameters that train (`requires_grad`), in the same shards and index as a
+    checkpoint folder: a model continued from a base (`berteval.derive.continued`) gets its frozen ones from
+    the base again, so its resume state is its LoRA adapter and heads, not the whole encoder."""
     import shutil
 
     tmp = folder.with_name(folder.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    model.save_pretrained(str(tmp), max_shard_size="9MB")
+    if trained_only:
+        from huggingface_hub import save_torch_state_dict
+
+        trained = {n for n, p in model.named_parameters() if p.requires_grad}
+        save_torch_state_dict({k: v for k, v in model.state_dict().items() if k in trained}, str(tmp),
+                              max_shard_size="9MB")
+    else:
+        model.save_pretrained(str(tmp), max_shard_size="9MB")
     if tokenizer is not None:  # a new machine rebuilds the very same examples from it (`--vocab`)
         tokenizer.save_pretrained(str(tmp))
     (tmp / "run_state.json").write_text(json.dumps(state.__dict__))
@@ -349,9 +359,11 @@ def _batch_rows(prepared, plan: dict, orders: dict, step: int):
     raise IndexError(step)
 
 
-def _resume_from_weights(folder: Path, model, sched) -> RunState:
+def _resume_from_weights(folder: Path, model, sched, trained_only: bool = False) -> RunState:
     """The committed resume state (`save_weights`): weights and run state; the optimiser starts again from zero
-    moments (its state is 2x the weights and not committed), the schedule at the saved step."""
+    moments (its state is 2x the weights and not committed), the schedule at the saved step. `trained_only`: the
+    folder holds the trained parameters alone (`save_weights(..., trained_only=True)`); the frozen ones stay as
+    `model` has them (its base's)."""
     from safetensors.torch import load_file
 
     index = folder / "model.safetensors.index.json"
@@ -363,6 +375,9 @@ def _resume_from_weights(folder: Path, model, sched) -> RunState:
     missing, unexpected = model.load_state_dict(weights, strict=False)
     model.tie_weights()  # the MLM decoder is tied to the word embeddings: saved once, under the embeddings' name
     missing = [k for k in missing if "position_ids" not in k and not k.startswith("cls.predictions.decoder.")]
+    if trained_only:
+        frozen = {n for n, p in model.named_parameters() if not p.requires_grad}
+        missing = [k for k in missing if k not in frozen]
     if missing or unexpected:
         raise BertevalError(f"the resume weights in {folder} do not fit this model (missing {missing[:3]}, "
                             f"unexpected {unexpected[:3]}): delete the folder to start again")
@@ -373,7 +388,7 @@ def _resume_from_weights(folder: Path, model, sched) -> RunState:
 
 
 def _start_state(prepared, model, opt, sched, seed: int, dtype: str, checkpoint: Path, resume_weights, describe: str,
-                 plan: dict, log) -> RunState:
+                 plan: dict, log, trained_only: bool = False) -> RunState:
     """The run's state at this session's start: resumed from the checkpoint file, else from committed weights,
     else new; this session's row appended to `segments` (what ran when, and how it resumed)."""
     device = next(model.parameters()).device
@@ -383,7 +398,7 @@ def _start_state(prepared, model, opt, sched, seed: int, dtype: str, checkpoint:
         state = _load_checkpoint(checkpoint, model, opt, sched)
         how = "checkpoint"
     elif resume_weights is not None and (resume_weights / "run_state.json").is_file():
-        state = _resume_from_weights(resume_weights, model, sched)
+        state = _resume_from_weights(resume_weights, model, sched, trained_only)
         how = "weights"
     else:
         torch.manual_seed(int(seed))  # dropout's stream: the same for both twins (their heads use none)
@@ -405,12 +420,14 @@ def _start_state(prepared, model, opt, sched, seed: int, dtype: str, checkpoint:
 
 def train(prepared, nsp: bool, hyper: dict, seed: int, device, dtype: str, checkpoint: Path,
           dev_pairs: list, stop_after_steps: int | None = None, log=print, progress_file: Path | None = None,
-          stop_at_step: int | None = None, resume_weights: Path | None = None, describe: str = "", model=None):
+          stop_at_step: int | None = None, resume_weights: Path | None = None, describe: str = "", model=None,
+          resume_trained_only: bool = False):
     """Run (or resume) the pre-training; returns (model, RunState, complete). `stop_at_step` ends the run at that
     step of its schedule (saved there, the schedule unchanged, so it can still be resumed to the end). Without a
     checkpoint file, `resume_weights` (a folder `save_weights` wrote, e.g. committed by an earlier session on a
     machine since lost) resumes from its weights and step. `model`: a BertForPreTraining to continue (its
-    frozen parameters stay frozen) instead of a new one built from `hyper`."""
+    frozen parameters stay frozen) instead of a new one built from `hyper`; `resume_trained_only`: its
+    `resume_weights` hold the trained parameters alone (the frozen ones are `model`'s)."""
     plan = schedule_plan(hyper)
     vocab = len(prepared.tokenizer)
     if model is None:
@@ -423,7 +440,8 @@ def train(prepared, nsp: bool, hyper: dict, seed: int, device, dtype: str, check
             if isinstance(module, torch.nn.Dropout):
                 module.p = float(hyper["pretrain_dropout"])
     params, opt, sched = _optimiser(model, hyper, plan["steps"], nsp)
-    state = _start_state(prepared, model, opt, sched, seed, dtype, checkpoint, resume_weights, describe, plan, log)
+    state = _start_state(prepared, model, opt, sched, seed, dtype, checkpoint, resume_weights, describe, plan, log,
+                         resume_trained_only)
     orders = _orders(prepared, plan, seed)
     objective = Objective(model, nsp)
     model.train()

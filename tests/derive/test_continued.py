@@ -152,6 +152,71 @@ def test_a_killed_run_resumes_to_the_same_weights(tmp_path, base, wiki, pair, tu
         assert any(name.startswith("encoder-") for name in rec["artifacts"]["files"])
 
 
+def _resume_files(folder: Path) -> dict:
+    from safetensors.torch import load_file
+
+    weights = {}
+    for shard in sorted(folder.glob("*.safetensors")):
+        weights.update(load_file(str(shard)))
+    return weights
+
+
+@pytest.mark.parametrize("tuning", ["lora", "full"])
+def test_a_run_spans_machines_through_its_committed_resume_state(tmp_path, base, wiki, tuning):
+    """--export-resume after 3 steps writes what trains (LoRA adapter or encoder layers, and heads; never the base's
+    frozen embeddings), the tokenizer and the run state, each file under the committed-file limit; with the cache's
+    checkpoint gone (a new machine), the same command resumes from that folder at step 3 (the frozen weights rebuilt
+    from the base, Adam's moments restarted), finishes the schedule and says how it resumed."""
+    import shutil
+
+    import torch
+
+    from berteval.derive import continued
+    from berteval.errors import BertevalError
+
+    name, out, cache = f"{base}+mlm-nsp-wiki", tmp_path / "results", tmp_path / "cache"
+    extra = ("--tuning", tuning)
+    with pytest.raises(BertevalError, match="no checkpoint to export"):  # nothing has run yet
+        _derive(name, wiki, out, cache, *extra, "--export-resume")
+    assert _derive(name, wiki, out, cache, *extra, "--stop-after-steps", "3")[0] == 3
+    assert _derive(name, wiki, out, cache, *extra, "--export-resume")[0] == 0
+    folder = out / "pretrain-resume" / "tiny512+mlm-nsp-wiki"
+    state = json.loads((folder / "run_state.json").read_text())
+    assert state["step"] == 3 and len(state["losses"]) == 3 and (folder / "tokenizer.json").is_file()
+    assert all(f.stat().st_size <= 9_000_000 for f in folder.iterdir()) and not list(folder.glob("*.pt"))
+    checkpoint = max((cache / "checkpoints" / "derive").glob("tiny512+mlm-nsp-wiki-*/run.pt"),
+                     key=lambda f: f.stat().st_mtime)
+    saved = torch.load(checkpoint, weights_only=False, map_location="cpu")["model"]
+    weights = _resume_files(folder)
+    trains = {n for n, p in continued.base_model(str(base), 0, {**continued_hyper(), "tuning": tuning})
+              .named_parameters() if p.requires_grad}
+    assert set(weights) == trains and not any("embeddings" in k for k in weights)
+    assert all(torch.equal(weights[k], saved[k]) for k in weights)  # the step-3 weights, exactly
+    shutil.rmtree(checkpoint.parent)  # the machine is lost: only the committed folder is left
+    rc, _ = _derive(name, wiki, out, cache, *extra)
+    assert rc == 0
+    training = _record(out, "mlm-nsp-wiki")["training"]
+    assert training["steps"] == 8 and training["resumed_at_steps"] == [3] and training["tuning"] == tuning
+    segments = training["segments"]
+    assert [s["resumed_from"] for s in segments] == ["start", "weights"] and segments[1]["from_step"] == 3
+    assert segments[1]["from_tokens"] == state["tokens"]
+
+
+def continued_hyper() -> dict:
+    """The wiki pair's hyper-parameters with the tests' overrides (what `base_model` reads: tuning and LoRA's)."""
+    from berteval.derive import CONTINUED
+
+    return {**CONTINUED, "rank": 2}
+
+
+def test_export_resume_is_refused_where_a_run_does_not_span_sessions(tmp_path, base):
+    from berteval.errors import BertevalError
+
+    for option in (("--export-resume",), ("--resume-weights", str(tmp_path))):
+        with pytest.raises(BertevalError, match="span sessions"):
+            command.derive(command.parse([f"{base}+random", "--out", str(tmp_path), *option]))
+
+
 def test_the_tuning_comparison_runs_both_modes_on_one_budget(tmp_path, base, wiki):
     from berteval.derive import tuning_compare
 
