@@ -33,12 +33,18 @@ class Context:
             return self.hyper["max_steps"] / per_epoch, int(self.hyper["max_steps"])
         return self.hyper["epochs"], max(1, int(round(self.hyper["epochs"] * per_epoch)))
 
-    def checkpoint_dir(self, *identity) -> Path:
-        """A checkpoint folder under the cache, named by everything that determines the weights."""
+    def checkpoint_dir(self, *identity, spans_sessions: bool = False) -> Path:
+        """A checkpoint folder under the cache, named by everything that determines the weights.
+        `spans_sessions`: a run resumed over several working sessions, as the scratch twins' are
+        (`berteval.pretrain.command`): its key leaves out the dtype (sessions run on CPUs that differ, each in the
+        precision it runs fastest; the record lists what ran when) and how often it evaluates or checkpoints
+        (neither changes the weights), so a session with other values finds the same checkpoint."""
         from .. import config
 
-        key = json.dumps([self.spec.folder_name, self.seed, self.dtype, self.hyper, *identity], sort_keys=True,
-                         default=str)
+        hyper = ({k: v for k, v in self.hyper.items() if k not in ("eval_every", "checkpoint_every")}
+                 if spans_sessions else self.hyper)
+        key = json.dumps([self.spec.folder_name, self.seed, None if spans_sessions else self.dtype, hyper,
+                          *identity], sort_keys=True, default=str)
         return (config.cache_dir() / "checkpoints" / "derive"
                 / f"{self.spec.folder_name}-{hashlib.sha256(key.encode()).hexdigest()[:12]}")
 

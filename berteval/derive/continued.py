@@ -100,7 +100,7 @@ def run(ctx: Context, stage: Path, nsp: bool) -> Outcome:
     prepared = examples(ctx, base.path, log)
     device = devices.current()
     model = base_model(base.path, ctx.seed, ctx.hyper)
-    ckpt_dir = ctx.checkpoint_dir(base.revision, prepared.folder.name)
+    ckpt_dir = ctx.checkpoint_dir(base.revision, prepared.folder.name, spans_sessions=True)
     ckpt_dir.mkdir(parents=True, exist_ok=True)
     dev_pairs = loop.nsp_dev_pairs(Path(ctx.data_dir))
     model, state, complete = loop.train(prepared, nsp, ctx.hyper, ctx.seed, device, ctx.dtype,
@@ -138,7 +138,7 @@ def export(ctx: Context) -> int:
 
     base = models.identify(ctx.spec.base)
     prepared = examples(ctx, base.path, print if ctx.progress else (lambda *a, **k: None))
-    checkpoint = ctx.checkpoint_dir(base.revision, prepared.folder.name) / "run.pt"
+    checkpoint = ctx.checkpoint_dir(base.revision, prepared.folder.name, spans_sessions=True) / "run.pt"
     return export_resume(checkpoint, resume_folder(ctx), lambda: base_model(base.path, ctx.seed, ctx.hyper),
                          prepared.tokenizer, trained_only=True)
 

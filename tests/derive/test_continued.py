@@ -232,3 +232,24 @@ def test_the_tuning_comparison_runs_both_modes_on_one_budget(tmp_path, base, wik
         assert [p["step"] for p in mode["curve"]] == [0, 3] and mode["curve"][0]["n"] <= 8
     assert lora["curve"][0]["mlm_loss"] == full["curve"][0]["mlm_loss"]  # the same start
     assert result["lower_heldout_mlm_loss"] in ("lora", "full")
+
+
+def test_a_run_spanning_sessions_keeps_its_checkpoint_across_dtype_and_intervals(tmp_path, monkeypatch):
+    """The Wikipedia-continued pair resumes over sessions on CPUs that differ (bf16 here, fp32 there) and with
+    other evaluation or checkpoint intervals: none of these changes the weights, so none changes the key; the lr
+    does. A one-session derivation keeps its old key (dtype included)."""
+    from types import SimpleNamespace
+
+    from berteval.derive.base import Context
+
+    monkeypatch.setenv("BERTEVAL_CACHE", str(tmp_path))
+    spec = SimpleNamespace(folder_name="x")
+    hyper = {"lr": 1e-4, "eval_every": 250, "checkpoint_every": 50}
+
+    def key(dtype="bf16", spans=True, **over):
+        ctx = Context(spec, None, tmp_path, 0, {**hyper, **over}, dtype)
+        return ctx.checkpoint_dir("rev", "examples", spans_sessions=spans)
+
+    assert key() == key(dtype="fp32") == key(eval_every=100, checkpoint_every=10)
+    assert key(lr=2e-4) != key()
+    assert key(spans=False) != key(dtype="fp32", spans=False)
