@@ -118,7 +118,8 @@ VARIANTS: dict[str, Variant] = {
     "mlm-nsp": Variant(
         "mlm-nsp",
         "continued pre-training with BERT's objective (masked LM + NSP): LoRA on every encoder linear layer, "
-        "pooler, NSP head and MLM head trained",
+        "pooler, NSP head and MLM head trained; built on the 17 articles of the SQuAD train subset (the pair "
+        "built on the twins' Wikipedia text is mlm-nsp-wiki / mlm-wiki)",
         True, (*ADAPTER_FILES, HEADS_FILE), _apply_lora_and_heads),
     # Issue 43's pair: the same start, examples, order and steps on the twins' Wikipedia text (the base's own
     # vocabulary); the first trains the pooler and NSP head with masked LM, the second masked LM alone.
