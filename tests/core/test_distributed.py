@@ -49,4 +49,7 @@ def test_fine_tune_under_accelerate_launch_with_two_processes_survives_a_kill_of
 
     # The data where CI puts it ($BERTEVAL_DATA), not only beside the clone: the tool once looked there alone,
     # and every process of the launch stopped on the missing folder (exit 1 after 7 s).
-    assert accelerate_check.main(["--train", "1500", "--data-dir", str(DATA)]) == 0
+    # 2,800 sentences: 79 steps an epoch at 2 x 16, so the first epoch's end writes a checkpoint (the fine-tune
+    # checkpoints every 200 steps, and at an epoch's end once 50 steps are unsaved: berteval.training). With
+    # 1,500 (43 steps an epoch) no checkpoint was ever written, and the kill had nothing to resume from.
+    assert accelerate_check.main(["--train", "2800", "--data-dir", str(DATA)]) == 0
