@@ -228,6 +228,30 @@ def tiny_squad_qa(tmp_path_factory) -> Path:
     return root
 
 
+def write_wikipedia(root: Path, articles: list[dict], dev: dict[str, str], shards: int = 1,
+                    bad_line: bool = False) -> Path:
+    """A data dir as the pre-training text reads it: wikipedia/ (gzip JSON lines, `articles` split over
+    `shards` files; `bad_line` appends an unreadable line to the last) and squad/dev-v1.1.json (one
+    one-paragraph article per `dev` title -> context). Shared by the scratch twins' and the continued pair's
+    tests, which build their own articles."""
+    import gzip
+    import json
+
+    (root / "wikipedia").mkdir(parents=True)
+    (root / "squad").mkdir()
+    squad = {"version": "1.1", "data": [{"title": title, "paragraphs": [{"context": context, "qas": []}]}
+                                        for title, context in dev.items()]}
+    (root / "squad" / "dev-v1.1.json").write_text(json.dumps(squad))
+    per = -(-len(articles) // shards)
+    for k in range(shards):
+        with gzip.open(root / "wikipedia" / f"enwiki-2015-prefix-a{chr(ord('a') + k)}.jsonl.gz", "wt") as fh:
+            for row in articles[k * per:(k + 1) * per]:
+                fh.write(json.dumps(row) + "\n")
+            if bad_line and k == shards - 1:
+                fh.write("{not json\n")  # a bad line: reported and skipped, not fatal
+    return root
+
+
 def squad_spec(model_dir, data_dir, out, regime, **kw):
     """A small SQuAD RunSpec for the tiny models (32-token windows, stride 8, seed 0, one epoch of 4)."""
     from berteval import runs

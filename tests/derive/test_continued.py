@@ -9,13 +9,12 @@ positions (the prepared examples are 128 and 512 tokens long).
 
 from __future__ import annotations
 
-import gzip
 import json
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import WORDS, save_tiny, tiny_config
+from conftest import WORDS, save_tiny, tiny_config, write_wikipedia
 
 from berteval import models
 from berteval.derive import cli as command
@@ -32,20 +31,15 @@ def _sentence(rng) -> str:
 @pytest.fixture(scope="module")
 def wiki(tmp_path_factory) -> Path:
     """wikipedia/ (200 articles, one shard) and squad/dev-v1.1.json (two articles; one's title is in the text)."""
-    root = tmp_path_factory.mktemp("wiki")
     rng = np.random.default_rng(3)
-    (root / "wikipedia").mkdir()
-    (root / "squad").mkdir()
-    dev = {"version": "1.1", "data": [{"title": title, "paragraphs": [
-        {"context": " ".join(_sentence(rng) for _ in range(4)), "qas": []}]} for title in ("Dev one", "Dev two")]}
-    (root / "squad" / "dev-v1.1.json").write_text(json.dumps(dev))
-    with gzip.open(root / "wikipedia" / "enwiki-2015-prefix-aa.jsonl.gz", "wt") as fh:
-        for k in range(200):
-            paragraphs = [" ".join(_sentence(rng) for _ in range(int(rng.integers(3, 7))))
-                          for _ in range(int(rng.integers(2, 5)))]
-            title = "Dev one" if k == 5 else f"Article {k}"
-            fh.write(json.dumps({"id": str(k), "url": "", "title": title, "text": "\n".join(paragraphs)}) + "\n")
-    return root
+    dev = {title: " ".join(_sentence(rng) for _ in range(4)) for title in ("Dev one", "Dev two")}
+    articles = []
+    for k in range(200):
+        paragraphs = [" ".join(_sentence(rng) for _ in range(int(rng.integers(3, 7))))
+                      for _ in range(int(rng.integers(2, 5)))]
+        title = "Dev one" if k == 5 else f"Article {k}"
+        articles.append({"id": str(k), "url": "", "title": title, "text": "\n".join(paragraphs)})
+    return write_wikipedia(tmp_path_factory.mktemp("wiki"), articles, dev)
 
 
 @pytest.fixture(scope="module")

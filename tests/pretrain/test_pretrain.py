@@ -8,7 +8,6 @@ SQuAD dev file, so every rule (dev titles out, articles holding an NSP dev sente
 
 from __future__ import annotations
 
-import gzip
 import json
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import numpy as np
 import pytest
 
 from berteval import cli
+from conftest import write_wikipedia
 
 WORDS = ("river city music science history people world water light stone night garden market school "
          "bridge forest mountain island winter summer village station library theatre harbour castle tower "
@@ -33,14 +33,7 @@ DEV_B = ["The old library kept maps of every island nearby.", "Scholars came fro
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory) -> Path:
     """A data dir: wikipedia/ (40 articles in two shards) and squad/dev-v1.1.json (two articles)."""
-    root = tmp_path_factory.mktemp("data")
     rng = np.random.default_rng(0)
-    (root / "wikipedia").mkdir()
-    (root / "squad").mkdir()
-    dev = {"version": "1.1", "data": [
-        {"title": "Harbour_town", "paragraphs": [{"context": " ".join(DEV_A), "qas": []}]},
-        {"title": "Old library", "paragraphs": [{"context": " ".join(DEV_B), "qas": []}]}]}
-    (root / "squad" / "dev-v1.1.json").write_text(json.dumps(dev))
     articles = []
     for k in range(40):
         paragraphs = [" ".join(_sentence(rng, int(rng.integers(7, 16))) for _ in range(int(rng.integers(3, 7))))
@@ -48,13 +41,8 @@ def corpus(tmp_path_factory) -> Path:
         articles.append({"id": str(k), "url": "", "title": f"Article {k}", "text": "\n".join(["Heading.", *paragraphs])})
     articles[3]["title"] = "Harbour town"  # a dev title (spelled with a space): excluded by title
     articles[7]["text"] += "\n" + "Some say that " + DEV_B[0] + " Nobody knows why this would be so."  # by sentence
-    for shard, part in (("aa", articles[:20]), ("ab", articles[20:])):
-        with gzip.open(root / "wikipedia" / f"enwiki-2015-prefix-{shard}.jsonl.gz", "wt") as fh:
-            for row in part:
-                fh.write(json.dumps(row) + "\n")
-            if shard == "ab":
-                fh.write("{not json\n")  # a bad line: reported and skipped, not fatal
-    return root
+    dev = {"Harbour_town": " ".join(DEV_A), "Old library": " ".join(DEV_B)}
+    return write_wikipedia(tmp_path_factory.mktemp("data"), articles, dev, shards=2, bad_line=True)
 
 
 TINY = ["--vocab-size", "120", "--hidden-size", "32", "--layers", "2", "--heads", "2", "--intermediate-size", "64",
