@@ -18,6 +18,13 @@ train set for 4 epochs with the best batch size from {8, 16, 32, 64, 128} and lr
   at most 2,000 examples, held out) and is scored on that held-out part after every epoch; the
   point and epoch with the best held-out score are chosen (ties: the earlier point, the lower lr).
   Dev is read once, by the chosen model, after the choice;
+- the grid is searched once per (model, task, pooling, layer), at seed 0 (SEARCH_SEED); every other
+  seed trains only the point seed 0 chose, on its own held-out split, and keeps its own best epoch. The
+  grid then costs one training per extra point, not one per point and seed: with 3 seeds and 2 points,
+  4 trainings a pooling instead of 6. The spread across seeds is then the spread of training at one lr,
+  not of the lr choice as well (said in each record: `chosen.searched_at_seed`). A seed run alone finds
+  seed 0's choice in its record, or in the cache where seed 0's search left it, or makes that search
+  itself (its grid points are kept, so seed 0's own cell then reuses them);
 - the chosen grid model itself is scored, not retrained on the whole train set: a retrain would
   add a third training to each cell (+50% time) for 10% more data (at most 2,000 examples), with
   a step count the choice was not made at; the model scored on dev is the one whose held-out
@@ -41,9 +48,10 @@ from .finetune import PooledFinetune, _pooling_lr_scale, _setup
 
 EPOCHS = 4.0
 GRID = {"lr": (1e-4, 3e-4), "batch_size": (32,)}
-SELECTION = ("each grid point trains on train less its seeded held-out part and is scored there after every "
-             "epoch; the best point and epoch are kept (ties: the earlier point); dev is scored once, by the "
-             "chosen model")
+SEARCH_SEED = 0  # the seed whose held-out split chooses the grid point for every seed of a pooling
+SELECTION = ("seed 0 trains each grid point on train less its seeded held-out part, scored there after every "
+             "epoch, and the best point is kept (ties: the earlier point); every seed trains that point and "
+             "keeps its own best epoch on its own held-out part; dev is scored once, by the chosen model")
 KEPT = "the chosen grid model (trained on train less the held-out part); no retraining"
 OUTCOME = "outcome.json"  # a finished grid point's scores, beside its selected weights (best.pt)
 WEIGHTS = "best.pt"  # written by berteval.training's selection: the point's best epoch
@@ -88,8 +96,14 @@ class SmallBertFinetune(PooledFinetune):
         run, train = prep.run, prep.train
         tr_idx, ho_idx = probe.heldout_split(len(train), cell.seed)
         root = cache_dir() / "checkpoints" / run_id
-        outcomes = [_grid_point(prep, cell, point, tr_idx, ho_idx, root / _folder(point)) for point in grid(run.spec)]
+        points, searched = grid(run.spec), None
+        if len(points) > 1 and cell.seed != SEARCH_SEED:  # train only the point seed 0's search chose
+            points, searched = [self._searched_choice(prep, cell)], SEARCH_SEED
+        outcomes = [_grid_point(prep, cell, point, tr_idx, ho_idx, root / _folder(point)) for point in points]
         best = choose(outcomes)  # on held-out train only; dev has not been read
+        if len(points) > 1:
+            _keep_choice(run_id, outcomes[best])
+            searched = cell.seed
         t0 = time.perf_counter()
         model = _load_chosen(prep, cell, root / _folder(outcomes[best]) / WEIGHTS)
         proba = predict(model, run.model, prep.evals.texts, run.max_length, run.spec.dtype)
@@ -106,10 +120,53 @@ class SmallBertFinetune(PooledFinetune):
                     "finetune": {**_describe(run, prep), "grid": [_public(o) for o in outcomes],
                                  "chosen": {"lr": chosen["lr"], "batch_size": chosen["batch_size"],
                                             "epoch": chosen["selected_epoch"],
-                                            "heldout_score": chosen["heldout_score"]},
+                                            "heldout_score": chosen["heldout_score"],
+                                            "searched_at_seed": searched},
                                  "n_heldout": len(ho_idx),
                                  "train_wall_s": round(sum(o["train_wall_s"] for o in outcomes), 1)}},
             cleanup=lambda: _clear(root))
+
+
+    def _searched_choice(self, prep: Prepared, cell: Cell) -> dict:
+        """The grid point seed 0 chose for this cell's pooling and layer: from seed 0's record, else from the
+        choice its search kept in the cache, else from that search, made now (on seed 0's held-out split,
+        its folders kept for seed 0's own cell)."""
+        import dataclasses
+
+        from .. import records
+        from ..config import cache_dir
+
+        run = prep.run
+        rid0 = records.run_id(self.identity(run, dataclasses.replace(cell, seed=SEARCH_SEED)))
+        found, _ = run.store.read(run.task.name)
+        for rec in found:
+            chosen = rec.config.get("finetune", {}).get("chosen") if rec.run_id == rid0 else None
+            if chosen:
+                return {"lr": float(chosen["lr"]), "batch_size": int(chosen["batch_size"])}
+        kept = cache_dir() / "checkpoints" / CHOICE_DIR / f"{rid0}.json"
+        if kept.is_file():
+            return json.loads(kept.read_text())
+        tr0, ho0 = probe.heldout_split(len(prep.train), SEARCH_SEED)
+        root0 = cache_dir() / "checkpoints" / rid0
+        seed0 = dataclasses.replace(cell, seed=SEARCH_SEED)
+        outcomes = [_grid_point(prep, seed0, point, tr0, ho0, root0 / _folder(point)) for point in grid(run.spec)]
+        return _keep_choice(rid0, outcomes[choose(outcomes)])
+
+
+CHOICE_DIR = "finetune-small-choices"
+
+
+def _keep_choice(rid0: str, outcome: dict) -> dict:
+    """Write seed 0's chosen point where the other seeds look for it (outside its cell's folder, which is
+    cleared once its record is in), and return it."""
+    from ..config import cache_dir
+    from ..store import write_atomic
+
+    point = {"lr": outcome["lr"], "batch_size": outcome["batch_size"]}
+    folder = cache_dir() / "checkpoints" / CHOICE_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    write_atomic(folder / f"{rid0}.json", json.dumps(point).encode("utf-8"))
+    return point
 
 
 def _folder(point: dict) -> str:

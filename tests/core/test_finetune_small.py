@@ -125,3 +125,27 @@ def test_the_grid_its_pins_and_its_refusals(tiny_models, tiny_sst2, tmp_path, ca
     assert cli.main(["ls"]) == 0
     assert "finetune-small" in capsys.readouterr().out
     json.dumps(plain)  # the identity is plain JSON (it is hashed into the run id)
+
+
+def test_seed_0_searches_the_grid_and_the_other_seeds_train_its_choice(learnable_grid, tiny_models, tiny_sst2,
+                                                                         tmp_path, monkeypatch):
+    from berteval import training
+
+    real, calls = training.train, []
+    monkeypatch.setattr(training, "train", lambda *a, **k: (calls.append((a[4].seed, a[4].lr)), real(*a, **k))[1])
+    model = tiny_models["pretraining"]
+    both = runs.run(_spec("sst2", model, tiny_sst2, tmp_path / "both", seeds=[0, 1])).written
+    assert calls == [(0, 1e-6), (0, 1e-2), (1, 1e-2)]  # 3 trainings, not 4
+    zero, one = (r.config["finetune"] for r in both)
+    assert zero["chosen"]["searched_at_seed"] == 0 and len(zero["grid"]) == 2
+    assert one["chosen"]["searched_at_seed"] == 0 and [p["lr"] for p in one["grid"]] == [1e-2]
+    assert one["chosen"]["lr"] == zero["chosen"]["lr"] == 1e-2
+    # seed 1 alone, in a fresh results folder and cache: it makes seed 0's search itself, and seed 0's cell,
+    # run after it, reuses those grid points instead of training them again
+    calls.clear()
+    monkeypatch.setenv("BERTEVAL_CACHE", str(tmp_path / "cache2"))
+    alone = runs.run(_spec("sst2", model, tiny_sst2, tmp_path / "alone", seeds=[1])).written[0]
+    assert calls == [(0, 1e-6), (0, 1e-2), (1, 1e-2)] and alone.run_id == both[1].run_id
+    calls.clear()
+    later = runs.run(_spec("sst2", model, tiny_sst2, tmp_path / "alone", seeds=[0])).written[0]
+    assert calls == [] and later.run_id == both[0].run_id and later.metrics == both[0].metrics
