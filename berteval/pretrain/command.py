@@ -143,6 +143,26 @@ def _checkpoint_path(args, name: str, hyper: dict, prepared_key: str, device) ->
     return root / f"{name}-{key}.pt"
 
 
+def _vocab_of_resume_folder(args, hyper: dict, data_dir: Path) -> None:
+    """On a machine whose cache has not prepared this run's examples, a run with a committed resume folder reuses
+    that folder's vocabulary (as `--vocab FOLDER` would): training a new one would give other examples, which the
+    resumed weights were not trained on (the WordPiece trainer is not deterministic), and the run would refuse
+    them only after the half hour of preparing them. Where the examples are cached (the machine that trained the
+    vocabulary), nothing changes."""
+    from .. import config
+    from . import examples
+
+    if hyper.get("vocab") or args.force:
+        return
+    folder = Path(args.resume_weights) if args.resume_weights else resume_folder(args.name, args.out)
+    if not (folder / "tokenizer.json").is_file() or examples.is_prepared(data_dir, config.cache_dir(), args.seed,
+                                                                        hyper):
+        return
+    hyper["vocab"] = str(folder)
+    print(f"no prepared examples in this cache: the vocabulary is the resume folder's ({folder}), as --vocab would "
+          "take", flush=True)  # said even under --no-progress: it decides which examples the run reads
+
+
 def command(args) -> int:
     from .. import config, devices, provenance
     from ..models import pretrained
@@ -172,6 +192,7 @@ def command(args) -> int:
 
     log = (lambda *a, **k: None) if args.no_progress else (lambda msg: print(msg, flush=True))
     t0 = time.perf_counter()
+    _vocab_of_resume_folder(args, hyper, data_dir)
     prepared = examples.prepare(data_dir, config.cache_dir(), args.seed, hyper, log=log)
     if args.prepare_only:
         print(f"prepared: {prepared.folder}")

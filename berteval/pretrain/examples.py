@@ -275,10 +275,8 @@ def _verify(folder: Path) -> dict | None:
     return meta
 
 
-def prepare(data_dir: Path, cache_root: Path, seed: int, hyper: dict, log=print) -> Prepared:
-    """The prepared examples for `hyper` (built now, or read from a verified cache)."""
-    from transformers import AutoTokenizer
-
+def _inputs(data_dir: Path, seed: int, hyper: dict) -> dict:
+    """What names the prepared examples (their cache key): the text's checksums, the seed, the building options."""
     shard_sums = {p.name: wikipedia.file_sha256(p) for p in wikipedia.shards(Path(data_dir))}
     dev_sum = wikipedia.file_sha256(Path(data_dir) / wikipedia.SQUAD_DEV) if (
         Path(data_dir) / wikipedia.SQUAD_DEV).is_file() else None
@@ -290,6 +288,19 @@ def prepare(data_dir: Path, cache_root: Path, seed: int, hyper: dict, log=print)
         inputs["tiny_sequences"] = int(hyper["tiny_sequences"])
     if hyper.get("vocab"):  # a reused vocabulary is an input: its content, not its path, names the examples
         inputs["vocab_sha256"] = vocab.reuse(hyper["vocab"])[1]["vocab_sha256"]
+    return inputs
+
+
+def is_prepared(data_dir: Path, cache_root: Path, seed: int, hyper: dict) -> bool:
+    """Whether this cache holds the examples for `hyper`, whole (every file its manifest lists, checksummed)."""
+    return _verify(cache_root / "pretrain" / cache_key(_inputs(data_dir, seed, hyper))) is not None
+
+
+def prepare(data_dir: Path, cache_root: Path, seed: int, hyper: dict, log=print) -> Prepared:
+    """The prepared examples for `hyper` (built now, or read from a verified cache)."""
+    from transformers import AutoTokenizer
+
+    inputs = _inputs(data_dir, seed, hyper)
     folder = cache_root / "pretrain" / cache_key(inputs)
     meta = _verify(folder)
     if meta is None:

@@ -244,9 +244,10 @@ def test_a_reused_vocabulary_rebuilds_the_same_examples(corpus, tmp_path):
         vocab.reuse(tmp_path)
 
 
-def test_a_run_resumes_on_a_new_machine_from_its_committed_weights(corpus, tmp_path, monkeypatch):
+def test_a_run_resumes_on_a_new_machine_from_its_committed_weights(corpus, tmp_path, monkeypatch, capsys):
     """A session commits --export-resume (weights, tokenizer, run state; no optimiser state); a machine without the
-    checkpoint file (another cache) resumes from it with --vocab at the same step and finishes, saying how."""
+    checkpoint file (another cache) resumes from it at the same step and finishes, saying how; it takes the
+    vocabulary from that folder as --vocab would (training a new one would give other examples)."""
     from berteval.pretrain import command as pretrain_command
 
     out = tmp_path / "out"
@@ -257,7 +258,8 @@ def test_a_run_resumes_on_a_new_machine_from_its_committed_weights(corpus, tmp_p
     state = json.loads((folder / "run_state.json").read_text())
     assert state["step"] == 5 and (folder / "tokenizer.json").is_file() and not list(folder.glob("*.pt"))
     monkeypatch.setenv("BERTEVAL_CACHE", str(tmp_path / "cache-b"))  # the lost machine: no checkpoint, no examples
-    assert _pretrain("wiki-bert-mini-g2", corpus, out, "--vocab", str(folder)) == 0
+    assert _pretrain("wiki-bert-mini-g2", corpus, out) == 0
+    assert "the vocabulary is the resume folder's" in capsys.readouterr().out
     rec = json.loads((out / "encoders" / "wiki-bert-mini-g2" / "derivation.json").read_text())
     assert rec["training"]["steps"] == 12 and rec["training"]["resumed_at_steps"] == [5]
     segments = rec["training"]["segments"]
