@@ -149,6 +149,10 @@ def _parser() -> argparse.ArgumentParser:
     pretrain_arguments(sub.add_parser("pretrain", help="pre-train a BERT twin from scratch on Wikipedia "
                                                        "(wiki-bert-mini: MLM + NSP; wiki-bert-mini-nonsp: MLM only)"))
 
+    from .suites import add_arguments as suite_arguments  # light: a registry of run commands
+
+    suite_arguments(sub.add_parser("suite", help="run a named set of `run` commands on one model (every head of a "
+                                                 "twin, of a derived encoder, ...); resumable, --plan lists them"))
     bench_arguments(sub.add_parser("bench", help="sentences/s and QA windows/s of berteval vs transformers' pipeline "
                                                  "and sentence-transformers, on the same model and data"))
     return ap
@@ -350,7 +354,48 @@ def _cmd_bench(args) -> int:
     return command(args)
 
 
-COMMANDS = {"run": _cmd_run, "ls": _cmd_ls, "validate": _cmd_validate, "summary": _cmd_summary, "bench": _cmd_bench,
+def _cmd_suite(args) -> int:
+    """Each step of the suite through `main(["run", ...])`, the one run path; sys.argv is the step's own command
+    while it runs, so each record's `config.command` is the `run` line that reproduces it."""
+    import shlex
+
+    from . import models, suites
+
+    suite = suites.get(args.suite)
+    steps = suites.select(suite.steps(), args.only)
+    layers = models.identify(args.model).num_hidden_states if any(
+        suites.ALL_LAYERS in s.options for s in steps) else 0
+    common = [*(["--data-dir", args.data_dir] if args.data_dir else []), *(["--out", args.out] if args.out else []),
+              "--device", args.device, *(["--no-progress"] if args.no_progress else []),
+              *(["--plan"] if args.plan else [])]
+    to_run, refused, argv0 = 0, 0, sys.argv[0] if sys.argv else "berteval"
+    for k, step in enumerate(steps, 1):
+        line = suites.argv(step, args.model, layers, common)
+        print(f"== {suite.name} step {k}/{len(steps)} ({step.group}): python -m berteval {shlex.join(line)}",
+              flush=True)
+        saved, sys.argv = sys.argv, [argv0, *line]
+        try:
+            rc = main(line)
+        finally:
+            sys.argv = saved
+        if rc == 2 and step.only_where:
+            refused += 1
+            print(f"   (this step runs only where {step.only_where}; the suite goes on)", flush=True)
+        elif args.plan and rc in (0, 1):
+            to_run += rc
+        elif rc != 0:
+            print(f"suite {suite.name} stopped at step {k} of {len(steps)}; what it wrote is kept, and the same "
+                  f"command resumes it", file=sys.stderr)
+            return rc
+    done = f"{len(steps) - refused} steps" + (f" ({refused} refused where the model cannot take them)" if refused else "")
+    if args.plan:
+        print(f"suite {suite.name} on {args.model}: {done}; {to_run} with cells to run")
+        return 1 if to_run else 0
+    print(f"suite {suite.name} on {args.model}: {done} done")
+    return 0
+
+
+COMMANDS = {"run": _cmd_run, "suite": _cmd_suite, "ls": _cmd_ls, "validate": _cmd_validate, "summary": _cmd_summary, "bench": _cmd_bench,
             "derive": _cmd_derive, "pretrain": _cmd_pretrain, "disagree": _cmd_disagree, "export": _cmd_export}
 
 
