@@ -10,9 +10,10 @@ sentence pair is scored as given and after one edit of B's surface only:
 
 Reported per label: how many pairs, the share the head calls IsNext, the mean P(IsNext).
 Target (issue 41): on true continuations P(IsNext) falls by less than 10 points when only
-the final "." is deleted. `python -m berteval.pretrain.edits <model folder> --data-dir D`
-prints the table for the NSP dev sentence pairs and, with `--heldout`, for pairs rebuilt
-from held-out articles.
+the final "." is deleted. `python -m berteval.pretrain.edits <model> --data-dir D` prints the
+table for the NSP dev sentence pairs; the model is named as `run --model` takes it (a twin's
+name or folder, a derived encoder such as `default+mlm-nsp-wiki`) and scored through the one
+path every NSP head takes (`berteval.heads.nsp`: refused where the head was never trained).
 """
 
 from __future__ import annotations
@@ -57,15 +58,16 @@ def p_is_next(model, tokenizer, pairs: list[tuple[str, str]], batch: int = 64, m
     return out
 
 
-def deletion_test(model, tokenizer, pairs: list[tuple[str, str, int]], limit: int | None = 2000) -> dict:
-    """{label: {edit: {n, is_next_share, mean_p_is_next}}} over up to `limit` pairs of each label."""
+def deletion_test(p_of, pairs: list[tuple[str, str, int]], limit: int | None = 2000) -> dict:
+    """{label: {edit: {n, is_next_share, mean_p_is_next}}} over up to `limit` pairs of each label; `p_of` maps
+    a list of (A, B) to P(IsNext) of each."""
     result: dict = {}
     for label, name in ((0, "IsNext"), (1, "NotNext")):
         mine = [(a, b) for a, b, y in pairs if y == label][:limit]
         result[name] = {}
         for how in EDITS:
             edited = [(a, e) for a, b in mine if (e := edit(b, how)) is not None]
-            p = p_is_next(model, tokenizer, edited) if edited else []
+            p = list(p_of(edited)) if edited else []
             result[name][how] = {"n": len(edited),
                                  "is_next_share": round(sum(x > 0.5 for x in p) / max(1, len(p)), 4),
                                  "mean_p_is_next": round(sum(p) / max(1, len(p)), 4)}
@@ -84,22 +86,29 @@ def markdown(result: dict) -> str:
 
 
 def main(argv=None) -> int:
-    from transformers import AutoModelForPreTraining, AutoTokenizer
+    from pathlib import Path
 
+    from .. import models
+    from ..errors import BertevalError
+    from ..heads.nsp import pretrained_proba
     from . import loop
 
     parser = argparse.ArgumentParser(prog="python -m berteval.pretrain.edits", description=__doc__.split("\n\n")[0])
-    parser.add_argument("model", help="a checkpoint folder with an NSP head (a twin's published folder)")
+    parser.add_argument("model", help="a model with a trained NSP head, as `run --model` takes it (a twin's name or "
+                                      "folder, default+mlm-nsp-wiki, a hub id)")
     parser.add_argument("--data-dir", required=True, help="folder holding squad/dev-v1.1.json (../shared/data)")
     parser.add_argument("--limit", type=int, default=2000, help="pairs of each label (default 2000)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     args = parser.parse_args(argv)
-    model = AutoModelForPreTraining.from_pretrained(args.model, local_files_only=True)
-    tok = AutoTokenizer.from_pretrained(args.model, local_files_only=True)
-    from pathlib import Path
-
-    result = deletion_test(model, tok, loop.nsp_dev_pairs(Path(args.data_dir)), args.limit)
-    print(json.dumps(result, indent=1) if args.json else markdown(result))
+    try:
+        loaded = models.load(args.model)
+        result = deletion_test(lambda pairs: pretrained_proba(loaded, pairs)[:, 0].tolist(),
+                               loop.nsp_dev_pairs(Path(args.data_dir)), args.limit)
+    except BertevalError as exc:  # a model with no trained NSP head, a missing data folder: one line, exit 2
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps({"model": loaded.model_id, "revision": loaded.revision, **result}, indent=1) if args.json
+          else markdown(result))
     return 0
 
 

@@ -153,7 +153,28 @@ def test_deletion_test_on_a_tiny_nsp_head(tiny_models):
     tok = AutoTokenizer.from_pretrained(folder, local_files_only=True)
     pairs_ = [("the cat sat on the mat.", "then it slept for a while.", 0),
               ("prices rose again in may.", "the river froze over in a week.", 1)] * 3
-    result = edits.deletion_test(model, tok, pairs_)
+    result = edits.deletion_test(lambda pairs: edits.p_is_next(model, tok, pairs), pairs_)
     assert result["IsNext"]["as_given"]["n"] == 3 and result["IsNext"]["stop_removed"]["n"] == 3
     assert 0.0 <= result["IsNext"]["as_given"]["mean_p_is_next"] <= 1.0
     assert "| IsNext | stop_removed | 3 |" in edits.markdown(result)
+
+
+def test_the_deletion_test_command_takes_a_model_name_and_refuses_an_untrained_head(tiny_models, tmp_path,
+                                                                                      capsys):
+    import json
+
+    from conftest import WORDS
+
+    rng = np.random.default_rng(0)
+    words = [w for w in WORDS if w != "."]
+    sentence = lambda: " ".join(rng.choice(words, 6)) + "."  # noqa: E731
+    dev = {"version": "1.1", "data": [{"title": f"t{k}", "paragraphs": [
+        {"context": " ".join(sentence() for _ in range(5)), "qas": []}]} for k in range(4)]}
+    (tmp_path / "squad").mkdir()
+    (tmp_path / "squad" / "dev-v1.1.json").write_text(json.dumps(dev))
+    assert edits.main([str(tiny_models["pretraining"]), "--data-dir", str(tmp_path), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["IsNext"]["as_given"]["n"] > 0 and result["IsNext"]["stop_removed"]["n"] > 0
+    assert "stop_removed_drop_on_true_pairs" in result and result["model"]
+    assert edits.main([str(tiny_models["base"]), "--data-dir", str(tmp_path)]) == 2
+    assert "no pretrained next-sentence (NSP) head" in capsys.readouterr().err
