@@ -115,6 +115,10 @@ def run(ctx: Context, stage: Path, nsp: bool) -> Outcome:
     record = {"examples": {"prepared": prepared.folder.name, **prepared.record},
               "cue_audit": cue_audits(prepared.record), "training": training_record(state, model, ctx.hyper),
               "final": final, "evaluations": state.evals}
+    if nsp:  # what the head learned, by editing B's surface only (the twins' test: berteval.pretrain.edits)
+        from ..pretrain import edits
+
+        record["deletion_test"] = edits.record(model, prepared.tokenizer, dev_pairs)
     # The checkpoint folder goes once the artifacts are published (derive's cli), so --force starts afresh; a
     # committed resume folder is the user's to delete (git rm), or --force would resume from it.
     if (resume_folder(ctx) / "run_state.json").is_file():

@@ -230,6 +230,11 @@ def command(args) -> int:
     state.evals.append(final)
     log(loop._eval_line(final, plan))
     record = _record(args, twin, hyper, plan, prepared, state, final, device, time.perf_counter() - t0)
+    if twin.nsp:  # what the head learned, by editing B's surface only (issue 41's target: berteval.pretrain.edits)
+        from . import edits
+
+        log("deletion test on the NSP dev sentence pairs ...")
+        record["deletion_test"] = edits.record(model, prepared.tokenizer, dev_pairs)
     if early:  # named in the record and the card, never passed off as the planned run
         record["stopped_early"] = {
             "at_step": state.step, "planned_steps": plan["steps"], "completed_share": round(state.step / plan["steps"], 4),

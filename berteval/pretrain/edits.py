@@ -76,6 +76,13 @@ def deletion_test(p_of, pairs: list[tuple[str, str, int]], limit: int | None = 2
     return result
 
 
+def record(model, tokenizer, pairs: list[tuple[str, str, int]]) -> dict:
+    """The deletion test as a trained NSP head's record holds it (`derivation.json`: the twins pre-trained here and
+    the encoders continued with NSP), on the NSP dev sentence pairs the run evaluates on."""
+    return {"pairs": "NSP dev sentence pairs (berteval.tasks.nsp), up to 2,000 of each label",
+            **deletion_test(lambda part: p_is_next(model, tokenizer, part), pairs)}
+
+
 def markdown(result: dict) -> str:
     rows = ["| pairs | edit of B | n | called IsNext | mean P(IsNext) |", "|---|---|---|---|---|"]
     for name in ("IsNext", "NotNext"):

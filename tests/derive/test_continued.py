@@ -94,6 +94,9 @@ def test_derivation_json_holds_the_cue_audit_curves_and_recipe(pair):
     assert audit is not None and "classifier_5fold_accuracy" in audit
     assert rec["hyperparameters"]["tuning"] == "lora" and rec["training"]["loss_curve"]["step"][-1] == 8
     assert [e["step"] for e in rec["evaluations"]] == [4] and "heldout_512" in rec["final"]
+    test = rec["deletion_test"]  # the NSP head, B's final "." deleted: the twins' test, in the record
+    assert test["IsNext"]["as_given"]["n"] >= 1 and "stop_removed_drop_on_true_pairs" in test
+    assert "deletion_test" not in _record(results, "mlm-wiki")  # its NSP head never trained
 
 
 def test_the_mlm_only_twin_leaves_pooler_and_nsp_head_as_initialised(pair, base):

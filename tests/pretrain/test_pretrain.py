@@ -102,6 +102,10 @@ def test_twins_pretrain_publish_and_load(corpus, tmp_path, monkeypatch):
     assert rec["examples"]["sequences"]["train32"]["max_length"] == 32
     assert rec["examples"]["text"]["excluded_nsp_dev_sentence"]["articles"] == 1
     assert [e["step"] for e in rec["evaluations"]] == [6, 12] and "heldout_512" in rec["final"]
+    # what the NSP head learned, by editing B (the control's head never trained: no such test in its record)
+    assert rec["deletion_test"]["IsNext"]["as_given"]["n"] >= 1 and "stop_removed_drop_on_true_pairs" in rec[
+        "deletion_test"]
+    assert "deletion_test" not in json.loads((control_dir / "derivation.json").read_text())
     for f in rec["files"].values():
         assert f["bytes"] < 9_000_000
     model, info = AutoModelForNextSentencePrediction.from_pretrained(str(nsp_dir), output_loading_info=True)
