@@ -31,7 +31,8 @@ from berteval.record_lookup import short_name
 from berteval.records import Problem
 from berteval.store import write_atomic
 
-from . import bands, cells, data, disagreements, figures, findings, overview, packing, references, table, twins
+from . import (bands, cells, data, disagreements, figures, findings, overview, packing, pretraining, references,
+               table, twins)
 from .board import FIGURE_FUNCTIONS
 from .figures import compare, curves
 
@@ -221,12 +222,23 @@ def _inline_md(text: str) -> str:
     return "".join(f"<code>{s}</code>" if i % 2 else s for i, s in enumerate(parts))
 
 
+PRETRAINING_FIGURE = "pretraining"
+
+
+def _pretraining_html() -> str:
+    """The twins' pre-training curves: where each run stands and its held-out masked-LM accuracy by tokens."""
+    runs = [f"<code>{e(n)}</code>: {e(pretraining.source(n)[1])}" for p in pretraining.pretrained_pairs()
+            for n in (p.nsp, p.control)]
+    return (f"<h3>Pre-training curves</h3><p class=\"caption\">{e(pretraining.CAPTION)} "
+            + "; ".join(runs) + ".</p>" + packing.figure_div(PRETRAINING_FIGURE))
+
+
 def _twins_html(df: pd.DataFrame) -> str:
     """What NSP pre-training changes: each pair of twins with records (its label and caveat, its cells side by
     side, its sentences), the seed spread, the pairs without records in one line, the published pairs apart."""
     v = twins.view(df)
     if v.empty:
-        return f"<p>{_inline_md(twins.EMPTY)}</p>"
+        return f"<p>{_inline_md(twins.EMPTY)}</p>" + _pretraining_html()
     out = [f'<p class="caption">{e(twins.CAPTION)}</p>']
     for i, (pair, comp) in enumerate(v.pairs):
         body = (f"<p>{_inline_md(twins.no_records(pair))}</p>" if comp.empty else
@@ -245,7 +257,7 @@ def _twins_html(df: pd.DataFrame) -> str:
     if published:
         out.append(f'<p class="caption">{e(twins.PUBLISHED)}</p><ul>'
                    + "".join(f"<li>{e(x)}</li>" for x in published) + "</ul>")
-    return "".join(out)
+    return "".join(out) + _pretraining_html()
 
 
 def _findings_html(df: pd.DataFrame, tests: pd.DataFrame | None = None) -> str:
@@ -351,8 +363,8 @@ def _answer_html(answer: list[dict]) -> str:
 def _figure_sections(figs: dict) -> list[str]:
     out = []
     for name in figs:
-        if name in ("models", "pooler_effect"):
-            continue  # drawn in the models section
+        if name in ("models", "pooler_effect", PRETRAINING_FIGURE):
+            continue  # drawn in the models section; the pre-training curves in the twins' section
         heading, caption = {**CAPTIONS, **curves.CAPTIONS}[name]
         out.append(_section(name, e(heading), f'<p class="caption">{e(caption)}</p>{packing.figure_div(name)}'))
     return out
@@ -416,6 +428,7 @@ def build_html(df: pd.DataFrame, problems: list[Problem], sources: list[str] | N
     tests = bands.pair_tests(ranked, "last")
     figs = {name: (fn(ranked, band_frame) if name == "ablation" else fn(ranked))
             for name, fn in FIGURE_FUNCTIONS.items()}
+    figs[PRETRAINING_FIGURE] = pretraining.figure()  # from the committed runs' files, not from the records
     tab = table.leaderboard_table(ranked, band_frame=band_frame)
     packs = {"pack-table": packing.pack(table.to_csv(tab))}
     csv_link = packing.download("pack-table", "berteval-leaderboard.csv", "Download CSV")
