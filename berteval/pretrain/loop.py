@@ -382,8 +382,12 @@ def _resume_from_weights(folder: Path, model, sched, trained_only: bool = False)
         raise BertevalError(f"the resume weights in {folder} do not fit this model (missing {missing[:3]}, "
                             f"unexpected {unexpected[:3]}): delete the folder to start again")
     state = RunState(**json.loads((folder / "run_state.json").read_text()))
-    for _ in range(state.step):
-        sched.step()
+    import warnings
+
+    with warnings.catch_warnings():  # the schedule is moved to the step reached, before any optimiser step: meant
+        warnings.filterwarnings("ignore", message="Detected call of `lr_scheduler.step", category=UserWarning)
+        for _ in range(state.step):
+            sched.step()
     return state
 
 
