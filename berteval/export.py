@@ -136,7 +136,7 @@ def _write_card(name: str, index: list[dict], root: Path) -> int:
     """A pre-trained twin's model card rendered again from its derivation record, now with the model-index."""
     import json
 
-    from .derive import model_card
+    from .pretrain import card as model_card
     from .models.pretrained import PRETRAINED, RECORD, folder
 
     if name not in PRETRAINED:

@@ -325,7 +325,7 @@ def _curve(losses: list, points: int = 100) -> dict:
 
 def publish(model, tokenizer, record: dict, out: Path) -> None:
     """The standard checkpoint folder, staged beside `out` and swapped in when complete."""
-    from ..derive import model_card  # one model card for every encoder made here
+    from . import card as model_card  # one model card for every encoder pre-trained here
 
     stage = out.with_name(out.name + ".partial")
     shutil.rmtree(stage, ignore_errors=True)
