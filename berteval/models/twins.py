@@ -79,10 +79,10 @@ def _scratch(name: str, nsp: str, budget: str, **kw) -> TwinPair:
 _PAIRS = (
     _scratch("gen2", "wiki-bert-mini-g2", "~170 M tokens (the main pair; cue-free NSP pairs)"),
     _scratch("gen2-seed1", "wiki-bert-mini-g2-seed1", "~50 M tokens (cue-free NSP pairs)", spread_against="gen2-50m"),
-    # The main pair's weights at step 12,400 (50.8 M tokens, `snapshot_steps` of the gen2 recipe), the seed-1
+    # The main pair's weights at step 12,600 (about 50.5 M tokens, `snapshot_steps` of the gen2 recipe), the seed-1
     # pair's budget. Named ahead of its checkpoints: the names are this registry's proposal until they exist.
     TwinPair("gen2-50m", "wiki-bert-mini-g2-50m", "wiki-bert-mini-g2-nonsp-50m",
-             "second generation, pre-training seed 0, the main pair's weights at ~50 M tokens (step 12,400)",
+             "second generation, pre-training seed 0, the main pair's weights at ~50 M tokens (step 12,600)",
              snapshot_of="gen2", published=False),
     TwinPair("minilm-wiki", "default+mlm-nsp-wiki", "default+mlm-wiki",
              "a strong encoder: all-MiniLM-L6-v2 continued on the twins' Wikipedia text (cue-free NSP pairs) with "
