@@ -292,8 +292,10 @@ def _inputs(data_dir: Path, seed: int, hyper: dict) -> dict:
 
 
 def is_prepared(data_dir: Path, cache_root: Path, seed: int, hyper: dict) -> bool:
-    """Whether this cache holds the examples for `hyper`, whole (every file its manifest lists, checksummed)."""
-    return _verify(cache_root / "pretrain" / cache_key(_inputs(data_dir, seed, hyper))) is not None
+    """Whether this cache has prepared the examples for `hyper` (their manifest is there). Their files are not
+    checksummed here: `prepare` does that once, when it reads them (a gigabyte of sha256 at every start, twice,
+    otherwise)."""
+    return (cache_root / "pretrain" / cache_key(_inputs(data_dir, seed, hyper)) / "manifest.json").is_file()
 
 
 def prepare(data_dir: Path, cache_root: Path, seed: int, hyper: dict, log=print) -> Prepared:

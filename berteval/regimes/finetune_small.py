@@ -55,6 +55,7 @@ SELECTION = ("seed 0 trains each grid point on train less its seeded held-out pa
 KEPT = "the chosen grid model (trained on train less the held-out part); no retraining"
 OUTCOME = "outcome.json"  # a finished grid point's scores, beside its selected weights (best.pt)
 WEIGHTS = "best.pt"  # written by berteval.training's selection: the point's best epoch
+CHOICE_DIR = "finetune-small-choices"  # seed 0's chosen point per pooling, kept past its cell's folder
 
 
 def grid(spec) -> list[dict]:
@@ -152,8 +153,6 @@ class SmallBertFinetune(PooledFinetune):
         outcomes = [_grid_point(prep, seed0, point, tr0, ho0, root0 / _folder(point)) for point in grid(run.spec)]
         return _keep_choice(rid0, outcomes[choose(outcomes)])
 
-
-CHOICE_DIR = "finetune-small-choices"
 
 
 def _keep_choice(rid0: str, outcome: dict) -> dict:
