@@ -18,6 +18,8 @@ sha256, checked before use, so a cut or altered cache is rebuilt, never trained 
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -304,22 +306,41 @@ def prepare(data_dir: Path, cache_root: Path, seed: int, hyper: dict, log=print)
 
     inputs = _inputs(data_dir, seed, hyper)
     folder = cache_root / "pretrain" / cache_key(inputs)
-    meta = _verify(folder)
-    if meta is None:
-        if folder.exists():
-            log(f"the prepared examples in {folder} do not match their manifest: building them again")
-        _build(folder, data_dir, seed, hyper, inputs, log)
+    with _building(folder, log):
         meta = _verify(folder)
         if meta is None:
-            raise BertevalError(f"the prepared examples in {folder} failed their own checksums right after writing: "
-                                f"is the disk full or the folder shared with another run?")
-    else:
-        log(f"prepared examples: {folder} (checksums verified)")
+            if folder.exists():
+                log(f"the prepared examples in {folder} do not match their manifest: building them again")
+            _build(folder, data_dir, seed, hyper, inputs, log)
+            meta = _verify(folder)
+            if meta is None:
+                raise BertevalError(f"the prepared examples in {folder} failed their own checksums right after "
+                                    f"writing: is the disk full?")
+        else:
+            log(f"prepared examples: {folder} (checksums verified)")
     tok = AutoTokenizer.from_pretrained(str(folder / "tokenizer"), local_files_only=True)
     pairs = [tuple(x) for x in json.loads((folder / "heldout_pairs.json").read_text())]
     tiny = _load(folder, "train32") if "train32.npz" in meta.get("files", {}) else None
     return Prepared(folder, tok, _load(folder, "train128"), _load(folder, "train512"), _load(folder, "heldout128"),
                     _load(folder, "heldout512"), pairs, meta["record"], tiny)
+
+
+@contextlib.contextmanager
+def _building(folder: Path, log):
+    """Held while the examples are checked or built: the two twins start side by side on a new machine and
+    need the same folder; without it both would build it into one temporary folder and each delete the
+    other's half. The second waits (the lock dies with its holder) and then reads what the first wrote."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(folder.with_name(folder.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log(f"another run is preparing {folder}: waiting for it, then reading its examples")
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
 
 
 def _build(folder: Path, data_dir: Path, seed: int, hyper: dict, inputs: dict, log) -> None:

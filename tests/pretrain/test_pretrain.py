@@ -269,3 +269,27 @@ def test_a_run_resumes_on_a_new_machine_from_its_committed_weights(corpus, tmp_p
     segments = rec["training"]["segments"]
     assert [s["resumed_from"] for s in segments] == ["start", "weights"] and segments[1]["from_step"] == 5
     assert segments[0]["vocab_sha256"] == segments[1]["vocab_sha256"] and segments[0]["dtype"] in ("bf16", "fp32")
+
+
+def test_two_runs_preparing_the_same_examples_build_them_once(corpus, tmp_path):
+    """The twins start side by side on a new machine and both need the same prepared folder: one builds it, the
+    other waits for its lock and reads it (before, both built into one temporary folder and deleted each other's)."""
+    import threading
+
+    from berteval.pretrain import examples
+
+    hyper = {"vocab_size": 120, "short_seq_prob": 0.1, "long_sequences": 40, "limit_articles": None}
+    logs, got = [[], []], [None, None]
+
+    def run(i):
+        got[i] = examples.prepare(corpus, tmp_path, 0, hyper, log=logs[i].append)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    built = [any(m.startswith("prepared in") for m in log) for log in logs]
+    assert sorted(built) == [False, True]
+    assert examples.sequences_sha256(got[0].train) == examples.sequences_sha256(got[1].train)
+    assert not list((tmp_path / "pretrain").glob("*.partial"))
