@@ -211,8 +211,6 @@ def caption(pair: TwinPair) -> str:
 
 def no_records(pair: TwinPair) -> str:
     """The honest line for a pair without a shared cell."""
-    if not pair.published:
-        return (f"No records: the checkpoints of `{pair.nsp}` and `{pair.control}` are not published yet.")
     return (f"No records of this pair yet: `{pair.nsp}` and `{pair.control}` share no scored cell "
             f"(`python -m berteval run --model {pair.nsp} ...`, then the same for `{pair.control}`).")
 
@@ -296,7 +294,7 @@ PUBLISHED = ("Published, drawn apart (BERT-base and RoBERTa-base, pre-trained fo
 
 def without_records_line(pairs: list[TwinPair]) -> str:
     return "No records yet: " + "; ".join(
-        f"{p.name} (`{p.nsp}` vs `{p.control}`" + ("" if p.published else ", not published yet") + ")"
+        f"{p.name} (`{p.nsp}` vs `{p.control}`)"
         for p in pairs) + "."
 
 

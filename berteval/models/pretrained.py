@@ -8,6 +8,11 @@ The twins differ only in the NSP loss (BERT's Table 5 ablation, "No NSP"): same 
 vocabulary, examples, order, initialisation and steps. In `wiki-bert-mini-nonsp` the pooler
 and NSP head are saved exactly as initialised; its record says so, and berteval treats that
 NSP head as absent (the pretrained NSP regime refuses it).
+
+A snapshot (`snapshot_of`, `at_step`) is another run's weights at one step of its schedule, as the run wrote them
+(`snapshot_steps` of its recipe) and a session committed them under `<results root>/pretrain-snapshots/`: the
+main pair at the seed-1 pair's token budget, so the seed spread compares equal budgets. Publishing one evaluates
+it as a finished run is evaluated, and its record says it stopped early.
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ class Pretrained:
     recipe: str = "gen1"  # the pre-training recipe (berteval.pretrain.command.RECIPES)
     seed: int = 0  # the pre-training seed: initialisation, examples and batch order
     twin: str = ""  # the other twin (same recipe, seed, examples and order; the other objective)
+    snapshot_of: str = ""  # a model whose run's committed weights at `at_step` this one publishes (no training)
+    at_step: int = 0
 
     @property
     def model_id(self) -> str:
@@ -52,6 +59,14 @@ PRETRAINED: dict[str, Pretrained] = {
     "wiki-bert-mini-g2-nonsp": Pretrained(
         "wiki-bert-mini-g2-nonsp", False, _G2 + ", masked LM only (the same examples, order and initialisation): "
         "its pooler and NSP head are exactly as initialised (the control)", recipe="gen2", twin="wiki-bert-mini-g2"),
+    "wiki-bert-mini-g2-50m": Pretrained(
+        "wiki-bert-mini-g2-50m", True, _G2 + ": the weights of wiki-bert-mini-g2 at step 12,600 (50.5 M tokens, "
+        "the seed-1 pair's budget), masked LM + NSP", recipe="gen2", twin="wiki-bert-mini-g2-nonsp-50m",
+        snapshot_of="wiki-bert-mini-g2", at_step=12_600),
+    "wiki-bert-mini-g2-nonsp-50m": Pretrained(
+        "wiki-bert-mini-g2-nonsp-50m", False, _G2 + ": the weights of wiki-bert-mini-g2-nonsp at step 12,600 "
+        "(50.5 M tokens), masked LM only", recipe="gen2", twin="wiki-bert-mini-g2-50m",
+        snapshot_of="wiki-bert-mini-g2-nonsp", at_step=12_600),
     "wiki-bert-mini-g2-seed1": Pretrained(
         "wiki-bert-mini-g2-seed1", True, _G2 + ", pre-training seed 1 (50 M tokens), masked LM + NSP",
         recipe="gen2", seed=1, twin="wiki-bert-mini-g2-seed1-nonsp"),

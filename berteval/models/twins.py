@@ -12,9 +12,8 @@ The pairs pre-trained here take their control, seed and generation from `PRETRAI
 field), so no name is written twice. Two further fields carry the seed comparison of issue 41 (item 4): a pair
 trained with another pre-training seed names, in `spread_against`, the pair it is compared with at the same token
 budget (the seed-1 pair against the main pair's 50 M-token snapshot), and that snapshot pair names, in
-`snapshot_of`, the run it is an earlier state of (the main pair, whose differences the spread judges). A pair
-named before its checkpoints exist is `published=False`: its models are in no other registry yet, and the
-leaderboard says it has no records instead of failing. Light: no torch.
+`snapshot_of`, the run it is an earlier state of (the main pair, whose differences the spread judges). A pair whose
+models have no records yet gets an honest line on the leaderboard, never an error. Light: no torch.
 """
 
 from __future__ import annotations
@@ -38,7 +37,6 @@ class TwinPair:
     caveat: str = ""  # what a reader must know before trusting its NSP - no-NSP differences ("" when nothing)
     spread_against: str = ""  # the pair of another pre-training seed at the same budget (a `TWINS` name)
     snapshot_of: str = ""  # the pair whose run these are earlier weights of (a `TWINS` name)
-    published: bool = True  # False: named ahead of its checkpoints (no records, no other registry holds it)
 
     @property
     def nsp_id(self) -> str:
@@ -79,11 +77,10 @@ def _scratch(name: str, nsp: str, budget: str, **kw) -> TwinPair:
 _PAIRS = (
     _scratch("gen2", "wiki-bert-mini-g2", "~170 M tokens (the main pair; cue-free NSP pairs)"),
     _scratch("gen2-seed1", "wiki-bert-mini-g2-seed1", "~50 M tokens (cue-free NSP pairs)", spread_against="gen2-50m"),
-    # The main pair's weights at step 12,600 (about 50.5 M tokens, `snapshot_steps` of the gen2 recipe), the seed-1
-    # pair's budget. Named ahead of its checkpoints: the names are this registry's proposal until they exist.
-    TwinPair("gen2-50m", "wiki-bert-mini-g2-50m", "wiki-bert-mini-g2-nonsp-50m",
-             "second generation, pre-training seed 0, the main pair's weights at ~50 M tokens (step 12,600)",
-             snapshot_of="gen2", published=False),
+    # The main pair's weights at step 12,600 (about 50.5 M tokens, `snapshot_steps` of the gen2 recipe): the seed-1
+    # pair's budget (`Pretrained.snapshot_of`).
+    _scratch("gen2-50m", "wiki-bert-mini-g2-50m", "the main pair's weights at 50.5 M tokens (step 12,600)",
+             snapshot_of="gen2"),
     TwinPair("minilm-wiki", "default+mlm-nsp-wiki", "default+mlm-wiki",
              "a strong encoder: all-MiniLM-L6-v2 continued on the twins' Wikipedia text (cue-free NSP pairs) with "
              "and without NSP, from the same start on the same examples and steps (issue 43)"),

@@ -172,6 +172,19 @@ def command(args) -> int:
     twin = PRETRAINED[args.name]
     if args.seed is None:
         args.seed = twin.seed
+    if twin.snapshot_of:  # published from its run's committed weights at that step: nothing is trained
+        if args.publish_at_step not in (None, twin.at_step) or args.stop_after_steps is not None:
+            raise BertevalError(f"{args.name} is {twin.snapshot_of}'s weights at step {twin.at_step}: it takes no "
+                                f"--publish-at-step or --stop-after-steps (train {twin.snapshot_of} instead)")
+        args.publish_at_step = twin.at_step
+        source = Path(args.resume_weights) if args.resume_weights else resume_folder(args.name, args.out)
+        if not (source / "run_state.json").is_file():
+            raise BertevalError(f"{args.name} is published from {source}, which is not here: {twin.snapshot_of}'s "
+                                f"run writes it at step {twin.at_step} (beside its checkpoint, *.step{twin.at_step}); "
+                                f"copy that folder there, or pass --resume-weights")
+        if (step := json.loads((source / "run_state.json").read_text()).get("step")) != twin.at_step:
+            raise BertevalError(f"{source} holds step {step}, not {twin.at_step}: {args.name} is the weights at "
+                                f"step {twin.at_step} exactly")
     hyper = hyperparameters(args)
     out = pretrained.folder(args.name, args.out)
     if (out / RECORD).is_file() and not args.force and not args.prepare_only:
@@ -243,8 +256,11 @@ def command(args) -> int:
                 f" and all {plan['long_steps']} steps of 512-token sequences (position embeddings past 128 are "
                 "barely trained)" if state.step <= plan["tiny_steps"] + plan["short_steps"] else ""),
             "resume_state": str(checkpoint)}
+        if twin.snapshot_of:  # another run's weights: that run goes on, this one is never resumed
+            record["stopped_early"].update(snapshot_of=twin.snapshot_of, resume_state=None,
+                                           weights_from=str(resume_dir))
     publish(model.cpu(), prepared.tokenizer, record, out)
-    if not early:
+    if not early or twin.snapshot_of:
         checkpoint.unlink(missing_ok=True)
     print(f"{args.name}: published {out} ({state.tokens:,} tokens, {state.wall_s / 3600:.2f} h of training"
           + (f"; stopped early at step {state.step} of {plan['steps']}, resume state kept: {checkpoint}" if early
@@ -253,9 +269,21 @@ def command(args) -> int:
 
 
 def resume_folder(name: str, out=None) -> Path:
+    """The committed weights a run resumes from on a machine without its checkpoint; for a snapshot
+    (`Pretrained.snapshot_of`), the committed weights of its run at its step, which it is published from."""
     from .. import config
 
+    model = PRETRAINED.get(name)
+    if model is not None and model.snapshot_of:
+        return snapshot_folder(model.snapshot_of, model.at_step, out)
     return config.results_root(out) / "pretrain-resume" / name
+
+
+def snapshot_folder(name: str, step: int, out=None) -> Path:
+    """Where a session commits run `name`'s weights at schedule step `step` (`snapshot_steps`)."""
+    from .. import config
+
+    return config.results_root(out) / "pretrain-snapshots" / f"{name}.step{step}"
 
 
 def export_resume(checkpoint: Path, folder: Path, build, tokenizer, trained_only: bool = False) -> int:

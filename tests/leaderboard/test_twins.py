@@ -104,12 +104,12 @@ def test_the_registry_reads_scratch_pairs_from_pretrained_and_names_each_pair_on
         if pair.nsp in PRETRAINED:
             nsp, control = PRETRAINED[pair.nsp], PRETRAINED[pair.control]
             assert nsp.nsp and not control.nsp and nsp.twin == pair.control and control.twin == pair.nsp
-            assert pair.seed == nsp.seed == control.seed and pair.published
+            assert pair.seed == nsp.seed == control.seed
             assert pair.models == (nsp.model_id, control.model_id)
         for ref in (pair.spread_against, pair.snapshot_of):
             assert not ref or ref in TWINS
-    # a pair named ahead of its checkpoints is in no other registry yet
-    assert not TWINS["gen2-50m"].published and TWINS["gen2-50m"].nsp not in PRETRAINED
+    # the main pair at the seed-1 budget: snapshots of the main pair's run, published from its committed weights
+    assert PRETRAINED["wiki-bert-mini-g2-50m"].snapshot_of == "wiki-bert-mini-g2" and TWINS["gen2-50m"].snapshot_of
     assert TWINS["gen2-50m"].models == ("berteval/wiki-bert-mini-g2-50m", "berteval/wiki-bert-mini-g2-nonsp-50m")
     # the strong encoder's pair: derived variants, under the embedded model's hub id as records name them
     minilm = TWINS["minilm-wiki"]
@@ -162,7 +162,6 @@ def test_several_pairs_each_under_its_own_label_and_the_others_listed_without_re
     assert gen1.lstrip().startswith("First generation, pre-training seed 0, 19.9 M tokens.")
     assert "`default+mlm-nsp-wiki` (with NSP) vs `default+mlm-wiki` (without)" in text
     assert "No records yet: gen2-seed1" in text and "gen2-50m (`wiki-bert-mini-g2-50m`" in text
-    assert "not published yet" in text
     assert text.count("Published, drawn apart") == 1  # the published pairs once, after every pair
 
 
@@ -170,7 +169,7 @@ def test_a_pair_without_records_renders_an_honest_line_not_an_error(tmp_path, ca
     df = records_frame(tmp_path / "r.jsonl", _pair_records("gen1", {("sst2", "cls"): [1, 1]}))
     text = twins.as_markdown(df, ["gen2-seed1", "gen2-50m"])
     assert "No records of this pair yet: `wiki-bert-mini-g2-seed1` and `wiki-bert-mini-g2-seed1-nonsp`" in text
-    assert "the checkpoints of `wiki-bert-mini-g2-50m` and `wiki-bert-mini-g2-nonsp-50m` are not published" in text
+    assert "No records of this pair yet: `wiki-bert-mini-g2-50m` and `wiki-bert-mini-g2-nonsp-50m`" in text
     assert "No cell both `gen2-50m` and `gen2-seed1` hold yet" in text  # the seed spread, honestly empty
     assert "wiki-bert-mini-nonsp`" not in text  # gen1 not asked for
     assert twins.comparison(df, "gen2").empty and twins.seed_spread(df, "gen2-seed1", "gen2-50m", "gen2").empty

@@ -293,3 +293,39 @@ def test_two_runs_preparing_the_same_examples_build_them_once(corpus, tmp_path):
     assert sorted(built) == [False, True]
     assert examples.sequences_sha256(got[0].train) == examples.sequences_sha256(got[1].train)
     assert not list((tmp_path / "pretrain").glob("*.partial"))
+
+
+def test_a_snapshot_is_published_from_its_runs_committed_weights(corpus, tmp_path, monkeypatch, capsys):
+    """The main pair at the seed-1 pair's budget (`wiki-bert-mini-g2-50m`): published from the weights its run wrote
+    at that step, not trained: the same weights, evaluated as a finished run is (deletion test included), its
+    record saying whose step it is; a missing folder, a folder at another step or a step option is refused."""
+    import dataclasses
+
+    from safetensors.torch import load_file
+
+    from berteval.models import pretrained
+    from berteval.pretrain import command as pretrain_command
+
+    monkeypatch.setitem(pretrained.PRETRAINED, "wiki-bert-mini-g2-50m",
+                        dataclasses.replace(pretrained.PRETRAINED["wiki-bert-mini-g2-50m"], at_step=4))
+    out = tmp_path / "out"
+    assert _pretrain("wiki-bert-mini-g2-50m", corpus, out) == 2
+    assert "not here" in capsys.readouterr().err
+    snap = pretrain_command.snapshot_folder("wiki-bert-mini-g2", 4, out)
+    assert _pretrain("wiki-bert-mini-g2", corpus, out, "--stop-after-steps", "4") == 3
+    assert _pretrain("wiki-bert-mini-g2", corpus, out, "--export-resume", "--resume-weights", str(snap)) == 0
+    assert _pretrain("wiki-bert-mini-g2", corpus, out, "--stop-after-steps", "1") == 3
+    later = tmp_path / "step5"
+    assert _pretrain("wiki-bert-mini-g2", corpus, out, "--export-resume", "--resume-weights", str(later)) == 0
+    capsys.readouterr()
+    assert _pretrain("wiki-bert-mini-g2-50m", corpus, out, "--resume-weights", str(later)) == 2
+    assert "holds step 5" in capsys.readouterr().err
+    assert _pretrain("wiki-bert-mini-g2-50m", corpus, out, "--publish-at-step", "3") == 2
+    assert _pretrain("wiki-bert-mini-g2-50m", corpus, out) == 0
+    published = pretrained.folder("wiki-bert-mini-g2-50m", out)
+    rec = json.loads((published / "derivation.json").read_text())
+    assert rec["training"]["steps"] == 4 and rec["stopped_early"]["snapshot_of"] == "wiki-bert-mini-g2"
+    assert rec["stopped_early"]["resume_state"] is None and "deletion_test" in rec
+    mine, theirs = ({k: v for f in folder.glob("*.safetensors") for k, v in load_file(str(f)).items()}
+                    for folder in (published, snap))
+    assert mine.keys() == theirs.keys() and all((mine[k] == theirs[k]).all() for k in mine)
