@@ -160,8 +160,8 @@ def _vocab_of_resume_folder(args, hyper: dict, data_dir: Path) -> None:
                                                                         hyper):
         return
     hyper["vocab"] = str(folder)
-    print(f"no prepared examples in this cache: the vocabulary is the resume folder's ({folder}), as --vocab would "
-          "take", flush=True)  # said even under --no-progress: it decides which examples the run reads
+    print(f"the vocabulary is the one the resumed weights were trained with ({folder}), as --vocab would take it "
+          "(a new one would give other examples)", flush=True)  # said even under --no-progress: it decides which examples the run reads
 
 
 def command(args) -> int:

@@ -263,7 +263,7 @@ def test_a_run_resumes_on_a_new_machine_from_its_committed_weights(corpus, tmp_p
     assert state["step"] == 5 and (folder / "tokenizer.json").is_file() and not list(folder.glob("*.pt"))
     monkeypatch.setenv("BERTEVAL_CACHE", str(tmp_path / "cache-b"))  # the lost machine: no checkpoint, no examples
     assert _pretrain("wiki-bert-mini-g2", corpus, out) == 0
-    assert "the vocabulary is the resume folder's" in capsys.readouterr().out
+    assert "the vocabulary is the one the resumed weights were trained with" in capsys.readouterr().out
     rec = json.loads((out / "encoders" / "wiki-bert-mini-g2" / "derivation.json").read_text())
     assert rec["training"]["steps"] == 12 and rec["training"]["resumed_at_steps"] == [5]
     segments = rec["training"]["segments"]
