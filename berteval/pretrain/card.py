@@ -42,14 +42,11 @@ def render(record: dict, model_index: list | None = None) -> str:
         f"{text.get('train_articles', 0):,} training articles.", "",
         "## Training", "",
         f"{tr.get('steps', 0):,} steps, {tr.get('tokens_seen', 0):,} tokens ({tr.get('sequences_seen', 0):,} "
-        f"sequences), {tr.get('train_wall_s', 0) / 3600:.2f} h on {record.get('device', '?')} "
-        f"({record.get('dtype')}); lr {hyper.get('lr')}, warm-up {hyper.get('warmup_steps')} steps then linear "
-        f"decay; {_phases(hyper)}.", "",
+        f"sequences), {tr.get('train_wall_s', 0) / 3600:.2f} h of training ({_ran(record)}); evaluated in "
+        f"{record.get('dtype')} on {record.get('device', '?')}; lr {hyper.get('lr')}, warm-up "
+        f"{hyper.get('warmup_steps')} steps then linear decay; {_phases(hyper)}.", "",
         f"Command: `{record.get('command', '')}`", "",
-        *([f"**Stopped early**: published at step {record['stopped_early']['at_step']:,} of the "
-           f"{record['stopped_early']['planned_steps']:,} planned "
-           f"({record['stopped_early']['completed_share']:.0%}); not reached: "
-           f"{record['stopped_early']['not_reached']}.", ""] if record.get("stopped_early") else []),
+        *([_stopped_early(record['stopped_early']), ""] if record.get("stopped_early") else []),
         "## Held-out results (at the end of training)", "",
         "| measure | value | examples |", "|---|---|---|",
         f"| masked-LM accuracy, held-out articles (128 tokens) | {held.get('mlm_accuracy')} | {held.get('n')} |",
@@ -66,6 +63,33 @@ def render(record: dict, model_index: list | None = None) -> str:
                   "accuracy is that of a random initialisation, shown as the control.", ""]
     lines += ["Everything about the run (checksums of every input, curves, versions) is in `derivation.json`.", ""]
     return "\n".join(lines)
+
+
+def _ran(record: dict) -> str:
+    """What trained the steps, from the run's segments (one per working session): a run spans sessions on CPUs
+    that differ, and the precision each ran in is its own (bf16 where the CPU computes it natively). A segment
+    that trained no step (a snapshot published from committed weights) is left out."""
+    tr = record.get("training", {})
+    segments = tr.get("segments") or []
+    if not segments:
+        return f"{record.get('dtype')} on {record.get('device', '?')}"
+    ends = [s["from_step"] for s in segments[1:]] + [tr.get("steps", 0)]
+    steps: dict[tuple, int] = {}
+    for seg, end in zip(segments, ends):
+        if end > seg["from_step"]:
+            key = (seg.get("dtype"), seg.get("device"))
+            steps[key] = steps.get(key, 0) + end - seg["from_step"]
+    sessions = sum(end > seg["from_step"] for seg, end in zip(segments, ends))
+    return (f"{sessions} working session{'s' * (sessions != 1)}: "
+            + "; ".join(f"{n:,} steps in {dtype} on {device}" for (dtype, device), n in steps.items()))
+
+
+def _stopped_early(stop: dict) -> str:
+    where = f"step {stop['at_step']:,} of the {stop['planned_steps']:,} planned ({stop['completed_share']:.0%})"
+    if stop.get("snapshot_of"):
+        return (f"**A snapshot**: the weights of `{stop['snapshot_of']}` at {where}, published from that run, which "
+                f"goes on; not reached: {stop['not_reached']}.")
+    return f"**Stopped early**: published at {where}; not reached: {stop['not_reached']}."
 
 
 def _phases(hyper: dict) -> str:

@@ -263,7 +263,8 @@ def command(args) -> int:
     if not early or twin.snapshot_of:
         checkpoint.unlink(missing_ok=True)
     print(f"{args.name}: published {out} ({state.tokens:,} tokens, {state.wall_s / 3600:.2f} h of training"
-          + (f"; stopped early at step {state.step} of {plan['steps']}, resume state kept: {checkpoint}" if early
+          + (f"; {twin.snapshot_of}'s weights at step {state.step}" if twin.snapshot_of else
+             f"; stopped early at step {state.step} of {plan['steps']}, resume state kept: {checkpoint}" if early
              else "") + ")")
     return 0
 

@@ -321,11 +321,17 @@ def test_a_snapshot_is_published_from_its_runs_committed_weights(corpus, tmp_pat
     assert _pretrain("wiki-bert-mini-g2-50m", corpus, out, "--resume-weights", str(later)) == 2
     assert "holds step 5" in capsys.readouterr().err
     assert _pretrain("wiki-bert-mini-g2-50m", corpus, out, "--publish-at-step", "3") == 2
-    assert _pretrain("wiki-bert-mini-g2-50m", corpus, out) == 0
+    capsys.readouterr()
+    assert cli.main(["pretrain", "wiki-bert-mini-g2-50m", "--data-dir", str(corpus), "--out", str(out), *TINY]) == 0
+    said = capsys.readouterr().out
+    assert "wiki-bert-mini-g2's weights at step 4" in said and "resume state kept" not in said
     published = pretrained.folder("wiki-bert-mini-g2-50m", out)
     rec = json.loads((published / "derivation.json").read_text())
     assert rec["training"]["steps"] == 4 and rec["stopped_early"]["snapshot_of"] == "wiki-bert-mini-g2"
     assert rec["stopped_early"]["resume_state"] is None and "deletion_test" in rec
+    card = (published / "README.md").read_text()  # says whose weights, and what trained them (not the evaluation)
+    assert "**A snapshot**: the weights of `wiki-bert-mini-g2` at step 4" in card and "Stopped early" not in card
+    assert "(1 working session: 4 steps in " in card
     mine, theirs = ({k: v for f in folder.glob("*.safetensors") for k, v in load_file(str(f)).items()}
                     for folder in (published, snap))
     assert mine.keys() == theirs.keys() and all((mine[k] == theirs[k]).all() for k in mine)
