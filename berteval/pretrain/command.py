@@ -258,7 +258,7 @@ def command(args) -> int:
             "resume_state": str(checkpoint)}
         if twin.snapshot_of:  # another run's weights: that run goes on, this one is never resumed
             record["stopped_early"].update(snapshot_of=twin.snapshot_of, resume_state=None,
-                                           weights_from=str(resume_dir))
+                                           weights_from=portable(resume_dir, args.out))
     publish(model.cpu(), prepared.tokenizer, record, out)
     if not early or twin.snapshot_of:
         checkpoint.unlink(missing_ok=True)
@@ -267,6 +267,15 @@ def command(args) -> int:
              f"; stopped early at step {state.step} of {plan['steps']}, resume state kept: {checkpoint}" if early
              else "") + ")")
     return 0
+
+
+def portable(path, out=None) -> str:
+    """A path as a committed record holds it: relative to the results root where it lies inside it (the resume and
+    snapshot folders travel with the repository; this machine's checkout path does not)."""
+    from .. import config
+
+    root, path = config.results_root(out).resolve(), Path(path).resolve()
+    return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
 
 
 def resume_folder(name: str, out=None) -> Path:
@@ -323,7 +332,8 @@ def _record(args, twin, hyper, plan, prepared, state, final, device, wall) -> di
         "nsp_trained": twin.nsp,
         "command": "python -m berteval " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
         "seed": args.seed, "dtype": args.dtype, "device": devices.describe(device),
-        "hyperparameters": hyper, "schedule": plan,
+        "hyperparameters": {**hyper, **({"vocab": portable(hyper["vocab"], args.out)} if hyper.get("vocab") else {})},
+        "schedule": plan,
         "examples": {"prepared": prepared.folder.name, **prepared.record},
         "training": {"steps": state.step, "tokens_seen": state.tokens, "sequences_seen": state.sequences,
                      "train_wall_s": round(state.wall_s, 1), "resumed_at_steps": state.resumed_at,

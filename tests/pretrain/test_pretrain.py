@@ -266,6 +266,7 @@ def test_a_run_resumes_on_a_new_machine_from_its_committed_weights(corpus, tmp_p
     assert "the vocabulary is the one the resumed weights were trained with" in capsys.readouterr().out
     rec = json.loads((out / "encoders" / "wiki-bert-mini-g2" / "derivation.json").read_text())
     assert rec["training"]["steps"] == 12 and rec["training"]["resumed_at_steps"] == [5]
+    assert rec["hyperparameters"]["vocab"] == "pretrain-resume/wiki-bert-mini-g2"  # no machine path in the record
     segments = rec["training"]["segments"]
     assert [s["resumed_from"] for s in segments] == ["start", "weights"] and segments[1]["from_step"] == 5
     assert segments[0]["vocab_sha256"] == segments[1]["vocab_sha256"] and segments[0]["dtype"] in ("bf16", "fp32")
@@ -329,6 +330,7 @@ def test_a_snapshot_is_published_from_its_runs_committed_weights(corpus, tmp_pat
     rec = json.loads((published / "derivation.json").read_text())
     assert rec["training"]["steps"] == 4 and rec["stopped_early"]["snapshot_of"] == "wiki-bert-mini-g2"
     assert rec["stopped_early"]["resume_state"] is None and "deletion_test" in rec
+    assert rec["stopped_early"]["weights_from"] == "pretrain-snapshots/wiki-bert-mini-g2.step4"  # no machine path
     card = (published / "README.md").read_text()  # says whose weights, and what trained them (not the evaluation)
     assert "**A snapshot**: the weights of `wiki-bert-mini-g2` at step 4" in card and "Stopped early" not in card
     assert "(1 working session: 4 steps in " in card
