@@ -32,6 +32,13 @@ def tuned_results(glue_dir, tiny_models, tmp_path, monkeypatch):
     monkeypatch.setenv(serve.ALLOWED_FOLDERS_ENV, model)
     serve.classifier.cache_clear()
     serve._tuned.cache_clear()
+    # On 40 dev pairs the tiny fine-tune ties its `mean` probe on some CPUs (an AVX2-only EPYC: 0.775 both) and beats
+    # it on others. These tests are about a page whose adapter beats its probe (which head is served is decided by
+    # the dev figures: test_a_probe_better_than_the_adapter_answers), so where they tie the probe's figure, as the
+    # page holds it, is put just below the adapter's.
+    head = serve.classifier(model, "mrpc").heads["mean"]
+    if head.dev_value >= tuned.written[0].main_value:
+        head.metrics = {**head.metrics, head.main_metric: tuned.written[0].main_value - 0.025}
     yield model, tuned.written[0], tmp_path
     serve.classifier.cache_clear()
     serve._tuned.cache_clear()
