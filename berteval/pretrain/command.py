@@ -144,6 +144,23 @@ def _checkpoint_path(args, name: str, hyper: dict, prepared_key: str, device) ->
     return root / f"{name}-{key}.pt"
 
 
+def _check_snapshot(args, twin) -> None:
+    """A snapshot (`Pretrained.snapshot_of`) publishes its run's committed weights at `at_step` exactly: no step
+    option, and the folder must be there at that step."""
+    if args.publish_at_step not in (None, twin.at_step) or args.stop_after_steps is not None:
+        raise BertevalError(f"{args.name} is {twin.snapshot_of}'s weights at step {twin.at_step}: it takes no "
+                            f"--publish-at-step or --stop-after-steps (train {twin.snapshot_of} instead)")
+    args.publish_at_step = twin.at_step
+    source = Path(args.resume_weights) if args.resume_weights else resume_folder(args.name, args.out)
+    if not (source / "run_state.json").is_file():
+        raise BertevalError(f"{args.name} is published from {source}, which is not here: {twin.snapshot_of}'s "
+                            f"run writes it at step {twin.at_step} (beside its checkpoint, *.step{twin.at_step}); "
+                            f"copy that folder there, or pass --resume-weights")
+    if (step := json.loads((source / "run_state.json").read_text()).get("step")) != twin.at_step:
+        raise BertevalError(f"{source} holds step {step}, not {twin.at_step}: {args.name} is the weights at "
+                            f"step {twin.at_step} exactly")
+
+
 def _vocab_of_resume_folder(args, hyper: dict, data_dir: Path) -> None:
     """On a machine whose cache has not prepared this run's examples, a run with a committed resume folder reuses
     that folder's vocabulary (as `--vocab FOLDER` would): training a new one would give other examples, which the
@@ -173,18 +190,7 @@ def command(args) -> int:
     if args.seed is None:
         args.seed = twin.seed
     if twin.snapshot_of:  # published from its run's committed weights at that step: nothing is trained
-        if args.publish_at_step not in (None, twin.at_step) or args.stop_after_steps is not None:
-            raise BertevalError(f"{args.name} is {twin.snapshot_of}'s weights at step {twin.at_step}: it takes no "
-                                f"--publish-at-step or --stop-after-steps (train {twin.snapshot_of} instead)")
-        args.publish_at_step = twin.at_step
-        source = Path(args.resume_weights) if args.resume_weights else resume_folder(args.name, args.out)
-        if not (source / "run_state.json").is_file():
-            raise BertevalError(f"{args.name} is published from {source}, which is not here: {twin.snapshot_of}'s "
-                                f"run writes it at step {twin.at_step} (beside its checkpoint, *.step{twin.at_step}); "
-                                f"copy that folder there, or pass --resume-weights")
-        if (step := json.loads((source / "run_state.json").read_text()).get("step")) != twin.at_step:
-            raise BertevalError(f"{source} holds step {step}, not {twin.at_step}: {args.name} is the weights at "
-                                f"step {twin.at_step} exactly")
+        _check_snapshot(args, twin)
     hyper = hyperparameters(args)
     out = pretrained.folder(args.name, args.out)
     if (out / RECORD).is_file() and not args.force and not args.prepare_only:
@@ -250,15 +256,7 @@ def command(args) -> int:
         log("deletion test on the NSP dev sentence pairs ...")
         record["deletion_test"] = edits.record(model, prepared.tokenizer, dev_pairs)
     if early:  # named in the record and the card, never passed off as the planned run
-        record["stopped_early"] = {
-            "at_step": state.step, "planned_steps": plan["steps"], "completed_share": round(state.step / plan["steps"], 4),
-            "not_reached": "the rest of the learning-rate decay" + (
-                f" and all {plan['long_steps']} steps of 512-token sequences (position embeddings past 128 are "
-                "barely trained)" if state.step <= plan["tiny_steps"] + plan["short_steps"] else ""),
-            "resume_state": str(checkpoint)}
-        if twin.snapshot_of:  # another run's weights: that run goes on, this one is never resumed
-            record["stopped_early"].update(snapshot_of=twin.snapshot_of, resume_state=None,
-                                           weights_from=portable(resume_dir, args.out))
+        record["stopped_early"] = _stopped_early(twin, plan, state, checkpoint, portable(resume_dir, args.out))
     publish(model.cpu(), prepared.tokenizer, record, out)
     if not early or twin.snapshot_of:
         checkpoint.unlink(missing_ok=True)
@@ -276,6 +274,18 @@ def portable(path, out=None) -> str:
 
     root, path = config.results_root(out).resolve(), Path(path).resolve()
     return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+
+
+def _stopped_early(twin, plan: dict, state, checkpoint: Path, weights_from: str) -> dict:
+    stop = {"at_step": state.step, "planned_steps": plan["steps"],
+            "completed_share": round(state.step / plan["steps"], 4),
+            "not_reached": "the rest of the learning-rate decay" + (
+                f" and all {plan['long_steps']} steps of 512-token sequences (position embeddings past 128 are "
+                "barely trained)" if state.step <= plan["tiny_steps"] + plan["short_steps"] else ""),
+            "resume_state": str(checkpoint)}
+    if twin.snapshot_of:  # another run's weights: that run goes on, this one is never resumed
+        stop.update(snapshot_of=twin.snapshot_of, resume_state=None, weights_from=weights_from)
+    return stop
 
 
 def resume_folder(name: str, out=None) -> Path:
