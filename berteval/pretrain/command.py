@@ -151,7 +151,7 @@ def _check_snapshot(args, twin) -> None:
         raise BertevalError(f"{args.name} is {twin.snapshot_of}'s weights at step {twin.at_step}: it takes no "
                             f"--publish-at-step or --stop-after-steps (train {twin.snapshot_of} instead)")
     args.publish_at_step = twin.at_step
-    source = Path(args.resume_weights) if args.resume_weights else resume_folder(args.name, args.out)
+    source = _resume_source(args)
     if not (source / "run_state.json").is_file():
         raise BertevalError(f"{args.name} is published from {source}, which is not here: {twin.snapshot_of}'s "
                             f"run writes it at step {twin.at_step} (beside its checkpoint, *.step{twin.at_step}); "
@@ -172,7 +172,7 @@ def _vocab_of_resume_folder(args, hyper: dict, data_dir: Path) -> None:
 
     if hyper.get("vocab") or args.force:
         return
-    folder = Path(args.resume_weights) if args.resume_weights else resume_folder(args.name, args.out)
+    folder = _resume_source(args)
     if not (folder / "tokenizer.json").is_file() or examples.is_prepared(data_dir, config.cache_dir(), args.seed,
                                                                         hyper):
         return
@@ -226,7 +226,7 @@ def command(args) -> int:
         raise BertevalError(f"{plan['tiny_steps']} 32-token steps of {plan['tiny_batch']} need more 32-token "
                             f"sequences than the {tiny} prepared: raise --tiny-sequences")
     checkpoint = _checkpoint_path(args, args.name, hyper, prepared.folder.name, device.type)
-    resume_dir = Path(args.resume_weights) if args.resume_weights else resume_folder(args.name, args.out)
+    resume_dir = _resume_source(args)
     if args.export_resume:
         return export_resume(checkpoint, resume_dir, lambda: loop.build_model(
             {**hyper, "mlm_bias_init": "zero"}, len(prepared.tokenizer), args.seed), prepared.tokenizer)
@@ -286,6 +286,11 @@ def _stopped_early(twin, plan: dict, state, checkpoint: Path, weights_from: str)
     if twin.snapshot_of:  # another run's weights: that run goes on, this one is never resumed
         stop.update(snapshot_of=twin.snapshot_of, resume_state=None, weights_from=weights_from)
     return stop
+
+
+def _resume_source(args) -> Path:
+    """The weights this run resumes (or a snapshot is published) from: --resume-weights, else the committed folder."""
+    return Path(args.resume_weights) if args.resume_weights else resume_folder(args.name, args.out)
 
 
 def resume_folder(name: str, out=None) -> Path:

@@ -329,7 +329,9 @@ def prepare(data_dir: Path, cache_root: Path, seed: int, hyper: dict, log=print)
 def _building(folder: Path, log):
     """Held while the examples are checked or built: the two twins start side by side on a new machine and
     need the same folder; without it both would build it into one temporary folder and each delete the
-    other's half. The second waits (the lock dies with its holder) and then reads what the first wrote."""
+    other's half. The second waits (the lock dies with its holder) and then reads what the first wrote. The lock
+    file sits beside the folder, not in it as `features`' cache lock does: a rebuild deletes and replaces the
+    whole folder."""
     folder.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(folder.with_name(folder.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
     try:
